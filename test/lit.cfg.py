@@ -1,0 +1,67 @@
+# lit configuration of the dtlto suite. Tests run real clang-22, our linker
+# (build/bin/ld.lld, build/bin/lld-link) and the distributors in utils/dtlto.
+import os
+import lit.formats
+import lit.util
+
+config.name = "dtlto"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".test", ".c", ".cpp", ".ll", ".py"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+
+# Where the build is: CMake writes build/test/lit.site.cfg.py; ctest names it
+# with --param, a developer running lit by hand gets the default build dir.
+src_root = os.path.dirname(config.test_source_root)
+site_path = lit_config.params.get(
+    "dtlto_site_config", os.path.join(src_root, "build", "test", "lit.site.cfg.py"))
+if not os.path.exists(site_path):
+    lit_config.fatal(f"{site_path} is missing: configure the build first "
+                     "(cmake -S . -B build -G Ninja && ninja -C build)")
+site = {}
+with open(site_path) as f:
+    exec(f.read(), site)
+
+obj_root = site["dtlto_obj_root"]
+tools_dir = site["llvm_tools_dir"]
+python = site["python_executable"]
+config.test_exec_root = os.path.join(obj_root, "test", "output")
+
+utils = os.path.join(src_root, "utils", "dtlto")
+bindir = os.path.join(obj_root, "bin")
+for tool in ("ld.lld", "lld-link"):
+    if not os.path.exists(os.path.join(bindir, tool)):
+        lit_config.fatal(f"{bindir}/{tool} is missing: build first (ninja -C build)")
+
+config.environment["PATH"] = os.pathsep.join(
+    [tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+# A stray LIBRARY_PATH (CUDA stubs on some machines) would add -L to links.
+config.environment.pop("LIBRARY_PATH", None)
+for var in ("HOME", "TMPDIR", "LANG", "LC_ALL", "MAKEFLAGS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+# Tests must not inherit a user's engine settings.
+for var in list(os.environ):
+    if var.startswith("DTLTO_"):
+        config.environment.pop(var, None)
+
+subst = config.substitutions
+subst.append(("%ld.lld", os.path.join(bindir, "ld.lld")))
+subst.append(("%lld-link", os.path.join(bindir, "lld-link")))
+subst.append(("%stock-ld.lld", os.path.join(tools_dir, "ld.lld")))
+subst.append(("%stock-llvm-lto2", os.path.join(tools_dir, "llvm-lto2")))
+subst.append(("%preload", os.path.join(obj_root, "lib", "libdtlto-preload.so")))
+subst.append(("%clangxx", os.path.join(tools_dir, "clang++")))
+subst.append(("%clang", os.path.join(tools_dir, "clang")))
+subst.append(("%python", python))
+subst.append(("%local_py", os.path.join(utils, "local.py")))
+subst.append(("%mock_py", os.path.join(utils, "mock.py")))
+subst.append(("%validate_py", os.path.join(utils, "validate.py")))
+subst.append(("%utils", utils))
+subst.append(("%srcroot", src_root))
+subst.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+
+if os.getuid() == 0:
+    config.available_features.add("root")
+if os.environ.get("CI"):
+    config.available_features.add("ci")
