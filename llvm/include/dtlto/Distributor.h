@@ -1,0 +1,29 @@
+//===- Distributor.h - Running the distributor process --------------------===//
+//
+// The one place where the engine starts a process: the user's distributor,
+// run as `<distributor> <distributor args...> <manifest>`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTLTO_DISTRIBUTOR_H
+#define DTLTO_DISTRIBUTOR_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include <string>
+
+namespace dtlto {
+
+/// Resolves the distributor to an executable file (searching PATH for a bare
+/// name), so that a typo is reported before any work is done.
+llvm::Expected<std::string> findDistributor(llvm::StringRef Distributor);
+
+/// Runs the distributor and waits for it; an error says how it failed.
+llvm::Error runDistributor(llvm::StringRef Program,
+                           llvm::ArrayRef<std::string> Args,
+                           llvm::StringRef ManifestPath);
+
+} // namespace dtlto
+
+#endif

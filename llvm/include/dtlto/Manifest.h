@@ -1,0 +1,58 @@
+//===- Manifest.h - The JSON job manifest handed to a distributor ---------===//
+//
+// The one place in the engine that knows the distributor contract: the shape
+// of the JSON manifest (LLVM 22's schema, plus optional extension fields that
+// distributors written for LLVM ignore) and the command line each job runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTLTO_MANIFEST_H
+#define DTLTO_MANIFEST_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/TargetParser/Triple.h"
+#include <string>
+#include <vector>
+
+namespace llvm::lto {
+struct Config;
+}
+
+namespace dtlto {
+
+/// One ThinLTO backend compilation.
+struct Job {
+  unsigned Task = 0;
+  std::string ModuleID;   // the module's bitcode file; inputs[0]
+  std::string ShardPath;  // its summary-index shard; inputs[1]
+  std::string ObjectPath; // the native object it produces; outputs[0]
+  std::vector<std::string> ImportedFrom; // modules it imports from
+  uint64_t InputBytes = 0; // bitcode the job must read: sorts the manifest
+};
+
+/// What every job shares.
+struct CommonPart {
+  std::string LinkerOutput;
+  std::vector<std::string> Args;   // compiler, then its options
+  std::vector<std::string> Inputs; // files every job needs
+};
+
+/// The remote compiler's command line shared by all jobs: the compiler, its
+/// prepend arguments, then the options that make clang compile a ThinLTO
+/// backend job as the linker's LTO configuration says, then the user's
+/// remote compiler arguments (last, so that they can override ours).
+CommonPart makeCommonPart(const llvm::lto::Config &Conf,
+                          const llvm::Triple &TT, llvm::StringRef LinkerOutput,
+                          llvm::StringRef RemoteCompiler,
+                          llvm::ArrayRef<std::string> PrependArgs,
+                          llvm::ArrayRef<std::string> CompilerArgs);
+
+/// Writes the manifest; jobs appear in the order given.
+llvm::Error writeManifest(llvm::StringRef Path, const CommonPart &Common,
+                          llvm::ArrayRef<const Job *> Jobs);
+
+} // namespace dtlto
+
+#endif

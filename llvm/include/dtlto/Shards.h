@@ -1,0 +1,39 @@
+//===- Shards.h - Per-module summary index shards -------------------------===//
+//
+// A remote backend job cannot see the combined summary index of the link; it
+// gets a shard: the summaries of its own module and of everything it imports.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTLTO_SHARDS_H
+#define DTLTO_SHARDS_H
+
+#include "llvm/IR/ModuleSummaryIndex.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Transforms/IPO/FunctionImport.h"
+#include <string>
+#include <vector>
+
+namespace dtlto {
+
+struct ShardRequest {
+  llvm::StringRef ModuleID;
+  llvm::StringRef ShardPath;
+  /// --thinlto-emit-index-files / --thinlto-emit-imports-files: also write
+  /// <module>.thinlto.bc and <module>.imports, as in-process ThinLTO does.
+  bool EmitIndexFile = false;
+  bool EmitImportsFile = false;
+};
+
+/// Writes the shard for one module and returns the modules it imports from
+/// (sorted), which the job needs as inputs.
+llvm::Expected<std::vector<std::string>>
+writeShard(const llvm::ModuleSummaryIndex &CombinedIndex,
+           const llvm::DenseMap<llvm::StringRef, llvm::GVSummaryMapTy>
+               &ModuleToDefinedGVSummaries,
+           const llvm::FunctionImporter::ImportMapTy &ImportList,
+           const ShardRequest &Req);
+
+} // namespace dtlto
+
+#endif

@@ -1,0 +1,71 @@
+//===- TempFiles.h - Names and lifetime of DTLTO temporary files ----------===//
+//
+// The one place that knows how DTLTO temporary files are named and where they
+// live. Every file goes next to the linker output, so that a build system that
+// cleans its output directory also cleans what a killed link left behind, and
+// so that paths in the manifest stay relative when the output path is.
+//
+// Names follow LLVM 22 so that tools and people who know stock DTLTO find
+// their way:
+//   manifest:      <output stem>.<pid>.dist-file.json
+//   object:        <module stem>.<task>.<pid>.native.o
+//   index shard:   <object>.thinlto.bc
+//   archive member / FatLTO bitcode: <member stem>.<seq>.<pid>.o
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTLTO_TEMPFILES_H
+#define DTLTO_TEMPFILES_H
+
+#include "llvm/ADT/StringRef.h"
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace dtlto {
+
+/// The directory all temporary files of a link go to ("" means the current
+/// directory).
+std::string tempDir(llvm::StringRef LinkerOutputFile);
+std::string manifestPath(llvm::StringRef LinkerOutputFile);
+std::string objectPath(llvm::StringRef LinkerOutputFile,
+                       llvm::StringRef ModuleID, unsigned Task);
+std::string shardPath(llvm::StringRef ObjectPath);
+std::string serializedInputPath(llvm::StringRef LinkerOutputFile,
+                                llvm::StringRef MemberName, unsigned Seq);
+/// A thin archive stores its members by path relative to the archive.
+std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
+                                  llvm::StringRef MemberName);
+
+/// A set of temporary files that must not outlive the link: they are removed
+/// when the set is destroyed, and by LLVM's signal handler if the linker is
+/// interrupted (SIGINT, SIGTERM, ...). With Keep (--save-temps) nothing is
+/// ever removed. Thread-safe: shards and objects are added from the backend's
+/// thread pool.
+class TempFileSet {
+public:
+  explicit TempFileSet(bool Keep) : Keep(Keep) {}
+  ~TempFileSet() { removeAll(); }
+  TempFileSet(const TempFileSet &) = delete;
+  TempFileSet &operator=(const TempFileSet &) = delete;
+
+  /// Registers Path before it is created, so that an interrupt between its
+  /// creation and its registration cannot leak it.
+  void add(llvm::StringRef Path);
+  void removeAll();
+  bool keep() const { return Keep; }
+
+private:
+  const bool Keep;
+  std::mutex Mu;
+  std::vector<std::string> Paths;
+};
+
+/// Removes a file registered with the signal handler and unregisters it; a
+/// no-op for Keep. Used by input preparation, which keeps no TempFileSet.
+void removeTempFile(llvm::StringRef Path, bool Keep);
+void registerTempFile(llvm::StringRef Path, bool Keep);
+
+} // namespace dtlto
+
+#endif

@@ -1,0 +1,130 @@
+//===- DTLTO.cpp - Inputs that remote ThinLTO backends can load -----------===//
+//
+// Our implementation of llvm::lto::DTLTO. A remote backend job loads its
+// module, and every module it imports from, by module ID, as a file path. That
+// holds for plain bitcode files, but not for
+//   - members of regular archives: written to a temporary file of their own;
+//   - bitcode inside FatLTO objects: written to a temporary file of its own;
+//   - members of thin archives: they are files already; the module ID becomes
+//     the member's own path.
+// Only the inputs the link actually uses reach addInput() (LLD adds archive
+// members lazily), and only ThinLTO modules are written out: regular LTO
+// modules are compiled in the linker.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtlto/TempFiles.h"
+
+#include "llvm/DTLTO/DTLTO.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Parallel.h"
+#include "llvm/Support/TimeProfiler.h"
+#include "llvm/Support/raw_ostream.h"
+#include <mutex>
+#include <optional>
+
+using namespace llvm;
+using namespace llvm::lto;
+
+Expected<std::shared_ptr<InputFile>>
+DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
+  TimeTraceScope Scope("DTLTO add input", InputPtr->getName());
+  // The InputFile must stay alive until its bitcode is written out in run().
+  std::shared_ptr<InputFile> Input(InputPtr.release());
+  InputFiles.push_back(Input);
+  if (LinkerOutputDir.empty())
+    LinkerOutputDir = Saver.save(dtlto::tempDir(LinkerOutputFile));
+
+  StringRef Archive = Input->getArchivePath();
+  if (Archive.empty() && !Input->isFatLTOObject())
+    return Input;
+
+  std::string NewID;
+  if (!Archive.empty()) {
+    Expected<bool> Thin = isThinArchive(Archive);
+    if (!Thin)
+      return Thin.takeError();
+    if (*Thin)
+      NewID = dtlto::thinArchiveMemberPath(Archive, Input->getMemberName());
+  }
+  if (NewID.empty()) {
+    StringRef Name = Input->getMemberName();
+    if (Name.empty())
+      Name = Input->getName();
+    NewID = dtlto::serializedInputPath(LinkerOutputFile, Name,
+                                       InputFiles.size());
+    Input->setSerializeForDistribution(true);
+  }
+  Input->getPrimaryBitcodeModule().setModuleIdentifier(Saver.save(NewID));
+  return Input;
+}
+
+Expected<bool> DTLTO::isThinArchive(const StringRef ArchivePath) {
+  auto Cached = ArchiveIsThinCache.find(ArchivePath);
+  if (Cached != ArchiveIsThinCache.end())
+    return Cached->second;
+  static constexpr StringLiteral ThinMagic = "!<thin>\n";
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Head =
+      MemoryBuffer::getFileSlice(ArchivePath, ThinMagic.size(), 0);
+  if (!Head)
+    return createStringError(Head.getError(),
+                             "DTLTO cannot read the archive '" + ArchivePath +
+                                 "': " + Head.getError().message());
+  bool Thin = (*Head)->getBuffer() == ThinMagic;
+  ArchiveIsThinCache[ArchivePath] = Thin;
+  return Thin;
+}
+
+static bool mustWrite(const InputFile &Input) {
+  return Input.getSerializeForDistribution() && Input.isThinLTO();
+}
+
+static std::string describe(const InputFile &Input) {
+  if (!Input.getArchivePath().empty())
+    return "archive member '" + Input.getArchivePath().str() + "(" +
+           Input.getMemberName().str() + ")'";
+  return "FatLTO bitcode of '" + Input.getName().str() + "'";
+}
+
+Error DTLTO::serializeInputsForDistribution() {
+  TimeTraceScope Scope("DTLTO serialize inputs");
+  std::vector<InputFile *> ToWrite;
+  for (const std::shared_ptr<InputFile> &Input : InputFiles)
+    if (mustWrite(*Input))
+      ToWrite.push_back(Input.get());
+
+  std::mutex Mu;
+  std::optional<Error> FirstError;
+  parallelForEach(ToWrite, [&](InputFile *Input) {
+    StringRef Path = Input->getPrimaryBitcodeModule().getModuleIdentifier();
+    dtlto::registerTempFile(Path, SaveTemps);
+    std::error_code EC;
+    raw_fd_ostream OS(Path, EC, sys::fs::OF_None);
+    if (!EC) {
+      OS << Input->getFileBuffer().getBuffer();
+      OS.close();
+      EC = OS.error();
+      OS.clear_error();
+    }
+    if (!EC)
+      return;
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (!FirstError)
+      FirstError = createStringError(EC, "DTLTO cannot write the " +
+                                             describe(*Input) + " to '" +
+                                             Path + "': " + EC.message());
+  });
+  if (FirstError)
+    return std::move(*FirstError);
+  return Error::success();
+}
+
+void DTLTO::cleanup() {
+  TimeTraceScope Scope("DTLTO remove serialized inputs");
+  for (const std::shared_ptr<InputFile> &Input : InputFiles)
+    if (mustWrite(*Input))
+      dtlto::removeTempFile(
+          Input->getPrimaryBitcodeModule().getModuleIdentifier(), SaveTemps);
+  InputFiles.clear();
+}

@@ -1,0 +1,100 @@
+//===- ObjectCheck.cpp - Trust, but verify, what a distributor returns ----===//
+
+#include "dtlto/ObjectCheck.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Object/ObjectFile.h"
+
+using namespace llvm;
+
+namespace dtlto {
+
+std::vector<std::string>
+requiredSymbols(const ModuleSummaryIndex &CombinedIndex,
+                const GVSummaryMapTy &DefinedGlobals) {
+  std::vector<std::string> Names;
+  for (const auto &[GUID, Summary] : DefinedGlobals) {
+    if (!Summary->isLive() ||
+        Summary->linkage() != GlobalValue::ExternalLinkage)
+      continue;
+    // Promoted locals have external linkage by now, but are known by their
+    // GUID only: the index keeps their source name, which is not the name of
+    // the promoted symbol. A name hashes to its GUID only for real globals.
+    StringRef Name = CombinedIndex.getValueInfo(GUID).name();
+    if (Name.empty() ||
+        GlobalValue::getGUIDAssumingExternalLinkage(Name) != GUID)
+      continue;
+    Names.push_back(std::string(GlobalValue::dropLLVMManglingEscape(Name)));
+  }
+  return Names;
+}
+
+static Error objectError(MemoryBufferRef Object, const Twine &Problem) {
+  return createStringError(inconvertibleErrorCode(), "'" +
+                               Object.getBufferIdentifier() + "' " + Problem);
+}
+
+Error checkObject(MemoryBufferRef Object, const Triple &TT,
+                  ArrayRef<std::string> Required) {
+  if (Object.getBufferSize() == 0)
+    return objectError(Object, "is empty");
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(Object);
+  if (!ObjOrErr)
+    return objectError(Object, "is not a valid object file: " +
+                                   toString(ObjOrErr.takeError()));
+  object::ObjectFile &Obj = **ObjOrErr;
+  Triple ObjTT = Obj.makeTriple();
+  bool FormatMatches = (TT.isOSBinFormatELF() && Obj.isELF()) ||
+                       (TT.isOSBinFormatCOFF() && Obj.isCOFF()) ||
+                       (TT.isOSBinFormatMachO() && Obj.isMachO()) ||
+                       (TT.isOSBinFormatWasm() && Obj.isWasm());
+  if (!FormatMatches || ObjTT.getArch() != TT.getArch())
+    return objectError(Object, "is a " + Obj.getFileFormatName() +
+                                   " object, but the link targets " +
+                                   TT.str());
+
+  if (Required.empty())
+    return Error::success();
+  StringSet<> Defined;
+  for (const object::SymbolRef &Sym : Obj.symbols()) {
+    Expected<uint32_t> Flags = Sym.getFlags();
+    if (!Flags) {
+      consumeError(Flags.takeError());
+      continue;
+    }
+    if ((*Flags & object::SymbolRef::SF_Undefined) ||
+        !(*Flags & (object::SymbolRef::SF_Global | object::SymbolRef::SF_Weak)))
+      continue;
+    Expected<StringRef> Name = Sym.getName();
+    if (!Name) {
+      consumeError(Name.takeError());
+      continue;
+    }
+    Defined.insert(*Name);
+  }
+  // 32-bit x86 COFF and Mach-O put a '_' in front of C names.
+  bool UnderscorePrefix =
+      TT.isOSBinFormatMachO() ||
+      (TT.isOSBinFormatCOFF() && TT.getArch() == Triple::x86);
+  std::vector<StringRef> Missing;
+  for (const std::string &Name : Required)
+    if (!Defined.contains(Name) &&
+        !(UnderscorePrefix && Defined.contains("_" + Name)))
+      Missing.push_back(Name);
+  if (Missing.empty())
+    return Error::success();
+  std::string List;
+  for (size_t I = 0; I < Missing.size() && I < 3; ++I)
+    List += (I ? ", '" : "'") + Missing[I].str() + "'";
+  if (Missing.size() > 3)
+    List += " and " + std::to_string(Missing.size() - 3) + " more";
+  return objectError(Object,
+                     "lacks " + Twine(Missing.size()) + " of the " +
+                         Twine(Required.size()) +
+                         " definitions its module must provide (" + List +
+                         "); the remote compiler probably failed to load an "
+                         "input and still exited 0");
+}
+
+} // namespace dtlto

@@ -1,0 +1,86 @@
+//===- TempFiles.cpp - Names and lifetime of DTLTO temporary files --------===//
+
+#include "dtlto/TempFiles.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
+
+using namespace llvm;
+
+namespace dtlto {
+
+static std::string pidString() {
+  return std::to_string(sys::Process::getProcessId());
+}
+
+static std::string inTempDir(StringRef LinkerOutputFile, const Twine &Name) {
+  SmallString<256> Path(tempDir(LinkerOutputFile));
+  sys::path::append(Path, Name);
+  return std::string(Path);
+}
+
+std::string tempDir(StringRef LinkerOutputFile) {
+  return std::string(sys::path::parent_path(LinkerOutputFile));
+}
+
+std::string manifestPath(StringRef LinkerOutputFile) {
+  return inTempDir(LinkerOutputFile, sys::path::stem(LinkerOutputFile) + "." +
+                                         pidString() + ".dist-file.json");
+}
+
+std::string objectPath(StringRef LinkerOutputFile, StringRef ModuleID,
+                       unsigned Task) {
+  return inTempDir(LinkerOutputFile, sys::path::stem(ModuleID) + "." +
+                                         Twine(Task) + "." + pidString() +
+                                         ".native.o");
+}
+
+std::string shardPath(StringRef ObjectPath) {
+  return (ObjectPath + ".thinlto.bc").str();
+}
+
+std::string serializedInputPath(StringRef LinkerOutputFile,
+                                StringRef MemberName, unsigned Seq) {
+  return inTempDir(LinkerOutputFile, sys::path::stem(MemberName) + "." +
+                                         Twine(Seq) + "." + pidString() +
+                                         ".o");
+}
+
+std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
+  if (sys::path::is_absolute(MemberName))
+    return std::string(MemberName);
+  SmallString<256> Path(sys::path::parent_path(ArchivePath));
+  sys::path::append(Path, MemberName);
+  return std::string(Path);
+}
+
+void registerTempFile(StringRef Path, bool Keep) {
+  if (!Keep)
+    sys::RemoveFileOnSignal(Path);
+}
+
+void removeTempFile(StringRef Path, bool Keep) {
+  if (Keep)
+    return;
+  sys::fs::remove(Path);
+  sys::DontRemoveFileOnSignal(Path);
+}
+
+void TempFileSet::add(StringRef Path) {
+  registerTempFile(Path, Keep);
+  std::lock_guard<std::mutex> Lock(Mu);
+  Paths.emplace_back(Path);
+}
+
+void TempFileSet::removeAll() {
+  std::lock_guard<std::mutex> Lock(Mu);
+  for (const std::string &Path : Paths)
+    removeTempFile(Path, Keep);
+  Paths.clear();
+}
+
+} // namespace dtlto
