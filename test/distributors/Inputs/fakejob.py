@@ -1,0 +1,95 @@
+"""A fake compiler for distributor tests, and a reader of what it recorded.
+
+As a job (manifests put it in common.args after the python interpreter):
+  fakejob.py MODULE -fthinlto-index=SHARD -o OUT [options]
+It writes OUT (unless told otherwise) and, with --mark DIR, leaves markers
+named after OUT's file name: start.NAME when it starts, pid.NAME with its
+pid, conc.NAME with how many jobs were running then (itself included), and
+end.NAME when it finishes normally. Markers are files, so tests never
+depend on timing thresholds.
+
+  fakejob.py summary DIR   prints the max concurrency and who started/ended.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+
+def count(directory, prefix):
+    return len([n for n in os.listdir(directory) if n.startswith(prefix)])
+
+
+def touch(path, text=""):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def wait_for(path, limit=20.0):
+    # Bounded so a broken distributor fails the test instead of hanging it.
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def run_job(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("module")
+    p.add_argument("-fthinlto-index", dest="shard")
+    p.add_argument("-o", dest="out", required=True)
+    p.add_argument("--mark", metavar="DIR")
+    p.add_argument("--wait-for", metavar="PATH")
+    p.add_argument("--hold", type=float, default=0.0)
+    p.add_argument("--child", action="store_true",
+                   help="start a long-sleeping child in our process group")
+    p.add_argument("--stdout", default="")
+    p.add_argument("--stderr", default="")
+    p.add_argument("--exit", type=int, default=0, help="fail with this code, writing nothing")
+    p.add_argument("--no-output", action="store_true")
+    p.add_argument("--empty-output", action="store_true")
+    a = p.parse_args(argv)
+    name = os.path.basename(a.out)
+    mark = (lambda kind: os.path.join(a.mark, f"{kind}.{name}")) if a.mark else None
+    if mark:
+        touch(mark("start"))
+        touch(mark("pid"), f"{os.getpid()}\n")
+        touch(mark("conc"), f"{count(a.mark, 'start.') - count(a.mark, 'end.')}\n")
+    if a.child:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        touch(mark("pid") + ".child", f"{child.pid}\n")
+    if a.wait_for and not wait_for(a.wait_for) and mark:
+        touch(mark("timeout"))
+    time.sleep(a.hold)
+    sys.stdout.write(a.stdout and a.stdout + "\n")
+    sys.stderr.write(a.stderr and a.stderr + "\n")
+    if a.exit:
+        return a.exit
+    if not a.no_output:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write("" if a.empty_output else f"object of {a.module}\n")
+    if mark:
+        touch(mark("end"))
+    return 0
+
+
+def summary(directory):
+    names = sorted(os.listdir(directory))
+    def of(kind):
+        return " ".join(n[len(kind) + 1:] for n in names if n.startswith(kind + ".")) or "(none)"
+    conc = [int(open(os.path.join(directory, n)).read()) for n in names if n.startswith("conc.")]
+    print(f"max-concurrency: {max(conc, default=0)}")
+    print(f"started: {of('start')}")
+    print(f"finished: {of('end')}")
+    print(f"timeouts: {of('timeout')}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["summary"]:
+        summary(sys.argv[2])
+    else:
+        sys.exit(run_job(sys.argv[1:]))

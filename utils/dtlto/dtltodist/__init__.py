@@ -1,0 +1,11 @@
+"""dtltodist: what every DTLTO distributor does the same way.
+
+  manifest  load and validate the linker's JSON job manifest (the schema)
+  paths     path rules for engines that mirror files on other machines
+  runner    start, supervise and kill job processes (the only place that does)
+  jobserver GNU make jobserver client
+  report    progress, errors, summary line and exit codes
+  cli       the options every distributor shares, and the main flow
+
+docs/local-distributor.md describes the API for writers of new distributors.
+"""

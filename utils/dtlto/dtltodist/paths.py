@@ -1,0 +1,67 @@
+"""Path rules for distributors that move files to and from another machine.
+
+Manifest paths are as the linker saw them: usually relative to its working
+directory, sometimes absolute, sometimes with "..". A remote engine needs
+them relative to one root it can mirror (rebase, common_root), and must not
+trust a path a remote engine hands back (check_returned_output): a result
+named "../../etc/x" or a symlink planted in the output tree would let a
+remote job write outside the build.
+"""
+
+import os
+import stat
+
+
+class UnsafePathError(Exception):
+    """A path that would leave its root or follow a link. str() is one line."""
+
+
+def absolute(path: str, cwd: str | None = None) -> str:
+    """path made absolute against cwd (default: ours) and normalized lexically."""
+    return os.path.normpath(os.path.join(cwd or os.getcwd(), path))
+
+
+def common_root(paths, cwd: str | None = None) -> str:
+    """The deepest directory containing cwd and every path in paths."""
+    base = absolute(".", cwd)
+    return os.path.commonpath([base] + [absolute(p, base) for p in paths])
+
+
+def rebase(path: str, root: str, cwd: str | None = None) -> str:
+    """path relative to root, e.g. for a remote input tree mirrored at root.
+
+    Raises UnsafePathError if path is not below root.
+    """
+    full = absolute(path, cwd)
+    root = absolute(root, cwd)
+    if full != root and os.path.commonpath([full, root]) != root:
+        raise UnsafePathError(f'"{path}" is outside the root "{root}"')
+    return os.path.relpath(full, root)
+
+
+def check_returned_output(path: str, root: str) -> str:
+    """Check a path a remote engine says it wrote, return it joined to root.
+
+    It must be relative, free of ".." and of symlinks in every component
+    below root (a symlinked directory would redirect a later write).
+    """
+    if not path or os.path.isabs(path):
+        raise UnsafePathError(f'returned output "{path}" is not a relative path')
+    parts = [p for p in path.split(os.sep) if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafePathError(f'returned output "{path}" contains ".."')
+    if not parts:
+        raise UnsafePathError(f'returned output "{path}" names no file')
+    current = root
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            break  # not written yet: nothing below it can be a link either
+        except OSError as e:
+            raise UnsafePathError(f'returned output "{path}": {e.strerror}') from None
+        if stat.S_ISLNK(mode):
+            raise UnsafePathError(
+                f'returned output "{path}" goes through the symlink "{current}"')
+    return os.path.join(root, *parts)

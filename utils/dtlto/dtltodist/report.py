@@ -1,0 +1,108 @@
+"""What a distributor tells the user, and the exit codes it ends with.
+
+Everything goes to stderr: the linker's stdout may be a pipe someone parses.
+Successful jobs' own output (compiler warnings) is passed through when the
+job ends, so lines of parallel jobs never interleave.
+"""
+
+import shlex
+import sys
+import time
+
+EXIT_OK = 0
+EXIT_JOB_FAILED = 1  # a job failed or left an output missing
+EXIT_USAGE = 2  # bad manifest or command line
+
+
+def exit_code_for_signal(signo: int) -> int:
+    return 128 + signo
+
+
+class Reporter:
+    def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
+                 stream=None):
+        self.prog = prog
+        self.quiet = quiet
+        self.verbose = verbose
+        self.stream = stream or sys.stderr
+        # A live line on a terminal; one line per finished job when forced
+        # with --progress into a log file.
+        self.live = progress or self.stream.isatty()
+        self.in_place = self.live and self.stream.isatty()
+        self.total = 0
+        self.done = 0
+        self.start = time.monotonic()
+        self._line_shown = False
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def _write(self, text: str) -> None:
+        self._clear_line()
+        self.stream.write(text)
+        self.stream.flush()
+
+    def _clear_line(self) -> None:
+        if self._line_shown:
+            self.stream.write("\r\x1b[K")
+            self._line_shown = False
+
+    def note(self, message: str) -> None:
+        self._write(f"{self.prog}: {message}\n")
+
+    def error(self, message: str) -> None:
+        self.note(f"error: {message}")
+
+    def verbose_note(self, message: str) -> None:
+        if self.verbose:
+            self.note(message)
+
+    def begin(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.start = time.monotonic()
+
+    def started(self, job, argv) -> None:
+        self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
+
+    def finished(self, result) -> None:
+        """A job succeeded: pass its output on, then show progress."""
+        self.done += 1
+        if result.stdout:
+            self._clear_line()
+            sys.stdout.buffer.write(result.stdout)
+            sys.stdout.flush()
+        if result.stderr:
+            self._clear_line()
+            self.stream.flush()
+            self.stream.buffer.write(result.stderr)
+            self.stream.flush()
+        if not self.live:
+            return
+        status = f"[{self.done}/{self.total}] {self.elapsed():.1f} s"
+        if self.in_place:
+            self._clear_line()
+            self.stream.write(f"{self.prog}: {status}")
+            self.stream.flush()
+            self._line_shown = True
+        else:
+            self._write(f"{self.prog}: {status} {result.job.object}\n")
+
+    def failed(self, result, argv) -> None:
+        """Everything needed to understand a failure without rerunning it."""
+        job = result.job
+        self.error(f"job {job.index} ({job.module} -> {job.object}) {result.describe()}")
+        self.note(f"command: {shlex.join(argv)}")
+        output = result.stderr + result.stdout
+        if output:
+            self.note(f"output of job {job.index}:")
+            self.stream.flush()
+            self.stream.buffer.write(output if output.endswith(b"\n") else output + b"\n")
+            self.stream.flush()
+
+    def summary(self, slots: str, failed: int) -> None:
+        self._clear_line()
+        if not self.quiet:
+            self.note(f"{self.total} jobs on {slots}, {failed} failed, "
+                      f"{self.elapsed():.1f} s")
+        self.stream.flush()

@@ -1,0 +1,321 @@
+"""Process launching and supervision: the one place that starts processes.
+
+Runner.run() starts jobs in manifest order on a number of slots, waits for
+them with one select() over pidfds, the jobserver and a signal wake-up pipe,
+and on the first failure stops launching and kills what still runs. Every
+job gets its own session (process group), so killing it also kills what it
+started (clang's cc1, a wrapper's children). A retry hook lets remote
+engines retry transient failures with the same loop; the default never
+retries, since a compiler error stays an error.
+"""
+
+import os
+import resource
+import select
+import signal
+import stat
+import subprocess
+import tempfile
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+from .jobserver import JobServer
+from .manifest import Job
+from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal
+
+# Signals that end a run: the jobs are in their own sessions, so a terminal's
+# Ctrl-C does not reach them and we must kill them ourselves.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class JobResult:
+    job: Job
+    attempt: int  # 1 for the first try
+    returncode: int | None = None  # None: the process could not be started
+    stdout: bytes = b""
+    stderr: bytes = b""
+    problem: str = ""  # why it failed beyond the exit code, e.g. a missing output
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.problem
+
+    def describe(self) -> str:
+        """'failed with exit code 1', 'was killed by signal SIGSEGV', ..."""
+        if self.returncode is None or (self.returncode == 0 and self.problem):
+            return self.problem
+        if self.returncode < 0:
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = str(-self.returncode)
+            return f"was killed by signal {name}"
+        return f"failed with exit code {self.returncode}"
+
+
+# retry(job, result) -> True to run the job again. result.attempt counts the
+# tries so far, so the hook decides both what is transient and how often.
+RetryHook = Callable[[Job, JobResult], bool]
+
+
+def never_retry(job: Job, result: JobResult) -> bool:
+    return False
+
+
+def output_problem(path: str) -> str:
+    """'' if path is a non-empty regular file, else what is wrong with it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "is missing"
+    except OSError as e:
+        return f"cannot be checked ({e.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_size == 0:
+        return "is empty"
+    return ""
+
+
+def check_outputs(job: Job) -> str:
+    """'' if every declared output of job is there, else one line saying what is not."""
+    bad = [f'"{p}" {why}' for p in job.outputs if (why := output_problem(p))]
+    return "output " + ", ".join(bad) if bad else ""
+
+
+class Slots:
+    """How many jobs may run now: a fixed limit and, under make, tokens.
+
+    With a jobserver the first running job uses our implicit slot and every
+    further one holds a token, so we keep exactly max(0, running - 1).
+    """
+
+    def __init__(self, limit: int | None, jobserver: JobServer | None = None):
+        self.limit = limit
+        self.jobserver = jobserver
+        self.peak = 0
+
+    def try_grow(self, running: int) -> bool:
+        """May one more job start while `running` jobs run?"""
+        if self.limit is not None and running >= self.limit:
+            return False
+        if self.jobserver and running > 0 and len(self.jobserver.held) < running:
+            if self.jobserver.try_acquire() is None:
+                return False
+        self.peak = max(self.peak, running + 1)
+        return True
+
+    def shrink_to(self, running: int) -> None:
+        """Return the tokens that `running` jobs no longer need."""
+        if self.jobserver:
+            while len(self.jobserver.held) > max(0, running - 1):
+                self.jobserver.release()
+
+    def token_fd(self) -> int | None:
+        return self.jobserver.read_fd if self.jobserver else None
+
+    def close(self) -> None:
+        if self.jobserver:
+            self.jobserver.close()
+
+    def describe(self) -> str:
+        limit = "unlimited" if self.limit is None else str(self.limit)
+        if self.jobserver:
+            return f"{limit} slots (jobserver, {self.peak} used)"
+        return f"{limit} slots"
+
+
+def exec_program(argv: list[str]) -> OSError:
+    """Replace this process with argv; returns the error only if that failed."""
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as e:
+        return e
+
+
+def _raise_open_file_limit(slots: int | None) -> None:
+    # Each running job costs three descriptors (pidfd, stdout and stderr
+    # files); a wide remote run may need more than the usual soft limit of
+    # 1024. Raise it only as far as needed: children inherit it.
+    if slots is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 3 * slots + 64
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+        except (ValueError, OSError):
+            pass
+
+
+class _Running:
+    """A started job: its process, its pidfd and its captured output."""
+
+    def __init__(self, job: Job, attempt: int, argv: list[str]):
+        self.job = job
+        self.attempt = attempt
+        self.argv = argv
+        # Files, not pipes: a job writing megabytes of diagnostics can never
+        # block on us, and we need no reader thread per job.
+        self.out = tempfile.TemporaryFile()
+        self.err = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
+                                         stderr=self.err, start_new_session=True)
+        except OSError:
+            self.out.close()
+            self.err.close()
+            raise
+        try:
+            self.pidfd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None  # old kernel: the runner polls instead
+
+    def kill(self) -> None:
+        # The job leads its own process group: kill it and all it started.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def result(self) -> JobResult:
+        def read(f):
+            f.seek(0)
+            data = f.read()
+            f.close()
+            return data
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        return JobResult(self.job, self.attempt, self.proc.returncode,
+                         read(self.out), read(self.err))
+
+
+class Runner:
+    def __init__(self, reporter: Reporter, slots: Slots,
+                 command: Callable[[Job], list[str]] = lambda job: job.command,
+                 retry: RetryHook = never_retry):
+        self.reporter = reporter
+        self.slots = slots
+        self.command = command
+        self.retry = retry
+        self.failure: JobResult | None = None
+        self._signal = 0
+
+    def run(self, jobs: list[Job]) -> int:
+        """Run every job; return the distributor's exit code."""
+        self.reporter.begin(len(jobs))
+        pending = deque((job, 1) for job in jobs)
+        running: dict[int, _Running] = {}
+        self.failure = None
+        _raise_open_file_limit(self.slots.limit)
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        old_handlers = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
+        old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        try:
+            while not self._signal:
+                if self.failure is None:
+                    self._launch(pending, running)
+                if not running and (self.failure or not pending):
+                    break
+                self._wait(running, wake_r, want_token=bool(pending) and not self.failure)
+                self._reap(running, pending)
+        finally:
+            # Every way out, a signal or a bug included: no job outlives us
+            # and no token is lost.
+            for r in running.values():
+                r.kill()
+            for r in running.values():
+                r.proc.wait()
+                r.result()
+            self.slots.close()
+            signal.set_wakeup_fd(old_wakeup)
+            for s, handler in old_handlers.items():
+                signal.signal(s, handler)
+            os.close(wake_r)
+            os.close(wake_w)
+        return self._finish(jobs, stopped=len(running))
+
+    def _on_signal(self, signo, frame):
+        self._signal = self._signal or signo
+
+    def _launch(self, pending, running) -> None:
+        while pending and self.slots.try_grow(len(running)):
+            job, attempt = pending.popleft()
+            argv = self.command(job)
+            self.reporter.started(job, argv)
+            try:
+                r = _Running(job, attempt, argv)
+            except OSError as e:
+                self.slots.shrink_to(len(running))
+                self._done(JobResult(job, attempt, problem=(
+                    f"could not be started: {argv[0]}: {e.strerror}")), argv, pending, running)
+                if self.failure:
+                    return
+                continue
+            running[r.proc.pid] = r
+
+    def _wait(self, running, wake_fd, want_token: bool) -> None:
+        # poll(), not select(): a remote engine may run more jobs than
+        # select()'s 1024-descriptor limit allows.
+        poller = select.poll()
+        poller.register(wake_fd, select.POLLIN)
+        for r in running.values():
+            if r.pidfd is not None:
+                poller.register(r.pidfd, select.POLLIN)
+        token_fd = self.slots.token_fd()
+        if want_token and token_fd is not None:
+            poller.register(token_fd, select.POLLIN)
+        polling = any(r.pidfd is None for r in running.values())
+        poller.poll(50 if polling else None)
+        try:
+            while os.read(wake_fd, 64):
+                pass  # drain: the handler already noted the signal
+        except BlockingIOError:
+            pass
+
+    def _reap(self, running, pending) -> None:
+        for pid in [pid for pid, r in running.items() if r.proc.poll() is not None]:
+            r = running.pop(pid)
+            self.slots.shrink_to(len(running))
+            result = r.result()
+            if self.failure:
+                continue  # killed after an earlier failure: not news
+            if result.returncode == 0:
+                result.problem = check_outputs(r.job)
+                if result.problem:
+                    result.problem = f"exited 0 but its {result.problem}"
+            self._done(result, r.argv, pending, running)
+
+    def _done(self, result: JobResult, argv, pending, running) -> None:
+        if result.ok:
+            self.reporter.finished(result)
+            return
+        if self.retry(result.job, result):
+            self.reporter.verbose_note(
+                f"job {result.job.index} {result.describe()}; retrying")
+            pending.appendleft((result.job, result.attempt + 1))
+            return
+        self.failure = result
+        self.reporter.failed(result, argv)
+        for r in running.values():
+            r.kill()
+
+    def _finish(self, jobs, stopped: int) -> int:
+        rep = self.reporter
+        if self._signal:
+            rep.error(f"interrupted by {signal.Signals(self._signal).name}; "
+                      f"killed {stopped} running jobs")
+            return exit_code_for_signal(self._signal)
+        if self.failure:
+            rep.summary(self.slots.describe(), failed=1)
+            return EXIT_JOB_FAILED
+        # Each job's outputs were checked when it ended; check again in case
+        # one job clobbered another's.
+        missing = [(job, problem) for job in jobs if (problem := check_outputs(job))]
+        for job, problem in missing:
+            rep.error(f"job {job.index} ({job.module}): {problem}")
+        rep.summary(self.slots.describe(), failed=len(missing))
+        return EXIT_JOB_FAILED if missing else EXIT_OK

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Run the DTLTO backend jobs of a manifest on this machine, in parallel."""
+
+import os
+import sys
+
+# Find dtltodist next to this file's real location, so the script works when
+# called through a symlink or from any directory.
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+
+from dtltodist import cli, jobserver  # noqa: E402
+from dtltodist.report import Reporter  # noqa: E402
+from dtltodist.runner import Slots  # noqa: E402
+
+PROG = "local.py"
+
+EPILOG = """\
+Use it from the linker:
+  ld.lld --thinlto-distributor=local.py --thinlto-remote-compiler=clang \\
+         --thinlto-distributor-arg=--jobs=8 ...
+
+Under GNU make, mark the recipe with '+' so make hands its jobserver to the
+link: local.py then runs as many jobs as make has free slots (one it owns,
+one more per token), never more than --jobs when that is given. Without a
+usable jobserver it runs --jobs jobs at a time.
+"""
+
+
+def default_jobs() -> int:
+    # The CPUs we may run on, not all the machine has (taskset, cgroups).
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def main() -> int:
+    parser = cli.make_parser(PROG, __doc__, EPILOG)
+    parser.add_argument("-j", "--jobs", type=cli.positive_int, metavar="N",
+                        help="run at most N jobs at once (default: the number of "
+                             f"CPUs this process may use, here {default_jobs()}; "
+                             "under a make jobserver: as many as make allows)")
+    args = parser.parse_args()
+    reporter = Reporter(PROG, quiet=args.quiet, progress=args.progress,
+                        verbose=args.verbose)
+    server, note = jobserver.from_environment()
+    reporter.verbose_note(note)
+    # With a jobserver make decides how wide we go; --jobs still caps it.
+    limit = args.jobs or (None if server else default_jobs())
+    return cli.run(PROG, args, Slots(limit, server), reporter=reporter)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
