@@ -1,11 +1,34 @@
 //===- Distributor.cpp - Running the distributor process ------------------===//
+//
+// The distributor runs in a process group of its own, so that the engine can
+// stop it and everything it started in one go. LLVM's sys::ExecuteAndWait
+// cannot create process groups, hence posix_spawn here.
+//
+// Why stop it at all: when the linker is interrupted (Ctrl-C, SIGTERM,
+// SIGHUP), LLVM's signal handler removes the temporary files. A distributor
+// still running would write objects after that and leave them behind. So,
+// while a distributor runs, our handler first stops its process group and
+// waits for it, then hands the signal on to the handler it replaced (LLVM's,
+// which removes the files and re-raises the signal).
+//
+//===----------------------------------------------------------------------===//
 
 #include "dtlto/Distributor.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <vector>
+
+extern char **environ;
 
 using namespace llvm;
 
@@ -30,43 +53,147 @@ Expected<std::string> findDistributor(StringRef Distributor) {
     Path = *Found;
   }
   if (!sys::fs::exists(Path))
-    return createStringError(std::make_error_code(std::errc::no_such_file_or_directory),
-                             "the DTLTO distributor '" + Path +
-                                 "' does not exist" + OptionHint);
+    return createStringError(
+        std::make_error_code(std::errc::no_such_file_or_directory),
+        "the DTLTO distributor '" + Path + "' does not exist" + OptionHint);
   if (sys::fs::is_directory(Path) || !sys::fs::can_execute(Path))
-    return createStringError(std::make_error_code(std::errc::permission_denied),
-                             "the DTLTO distributor '" + Path +
-                                 "' is not an executable file; check its "
-                                 "permissions (chmod +x)" +
-                                 OptionHint);
+    return createStringError(
+        std::make_error_code(std::errc::permission_denied),
+        "the DTLTO distributor '" + Path +
+            "' is not an executable file; check its permissions (chmod +x)" +
+            OptionHint);
   return Path;
 }
 
+//===----------------------------------------------------------------------===//
+// Stopping the distributor when the linker is interrupted.
+//===----------------------------------------------------------------------===//
+
+static const int StopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction SavedActions[std::size(StopSignals)];
+// The process group of the running distributor (its pid), 0 when none runs.
+static std::atomic<pid_t> RunningGroup{0};
+
+static void sleepMilliseconds(long Ms) {
+  struct timespec T = {Ms / 1000, (Ms % 1000) * 1000000};
+  while (nanosleep(&T, &T) != 0 && errno == EINTR) {
+  }
+}
+
+// Asks the group to stop with Sig, gives it a few seconds to clean up, then
+// kills what is left. Async-signal-safe.
+static void stopGroup(pid_t Group, int Sig) {
+  kill(-Group, Sig);
+  for (int I = 0; I < 300; ++I) {
+    pid_t R = waitpid(Group, nullptr, WNOHANG);
+    if (R == Group || (R < 0 && errno == ECHILD))
+      break;
+    sleepMilliseconds(10);
+  }
+  kill(-Group, SIGKILL);
+  waitpid(Group, nullptr, WNOHANG);
+}
+
+static void onStopSignal(int Sig, siginfo_t *Info, void *Context) {
+  int SavedErrno = errno;
+  pid_t Group = RunningGroup.exchange(0);
+  if (Group > 0)
+    stopGroup(Group, Sig == SIGHUP ? SIGTERM : Sig);
+  errno = SavedErrno;
+
+  size_t I = 0;
+  while (StopSignals[I] != Sig)
+    ++I;
+  const struct sigaction &Old = SavedActions[I];
+  if ((Old.sa_flags & SA_SIGINFO) && Old.sa_sigaction)
+    return Old.sa_sigaction(Sig, Info, Context);
+  if (Old.sa_handler == SIG_IGN)
+    return;
+  if (Old.sa_handler != SIG_DFL)
+    return Old.sa_handler(Sig);
+  signal(Sig, SIG_DFL);
+  raise(Sig);
+}
+
+namespace {
+/// Installs onStopSignal for as long as a distributor runs.
+struct StopSignalScope {
+  StopSignalScope() {
+    struct sigaction Action;
+    std::memset(&Action, 0, sizeof(Action));
+    Action.sa_sigaction = onStopSignal;
+    Action.sa_flags = SA_SIGINFO;
+    sigemptyset(&Action.sa_mask);
+    for (size_t I = 0; I < std::size(StopSignals); ++I)
+      sigaction(StopSignals[I], &Action, &SavedActions[I]);
+  }
+  ~StopSignalScope() {
+    RunningGroup.store(0);
+    for (size_t I = 0; I < std::size(StopSignals); ++I)
+      sigaction(StopSignals[I], &SavedActions[I], nullptr);
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Running it.
+//===----------------------------------------------------------------------===//
+
 Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
                      StringRef ManifestPath) {
-  std::vector<StringRef> Argv;
-  Argv.push_back(Program);
-  for (const std::string &A : Args)
-    Argv.push_back(A);
-  Argv.push_back(ManifestPath);
+  std::string ProgramStr(Program);
+  std::vector<std::string> Argv;
+  Argv.push_back(ProgramStr);
+  Argv.insert(Argv.end(), Args.begin(), Args.end());
+  Argv.push_back(std::string(ManifestPath));
+  std::vector<char *> CArgv;
+  for (std::string &A : Argv)
+    CArgv.push_back(A.data());
+  CArgv.push_back(nullptr);
 
-  std::string ErrMsg;
-  bool ExecutionFailed = false;
-  int Code = sys::ExecuteAndWait(Program, Argv, /*Env=*/std::nullopt,
-                                 /*Redirects=*/{}, /*SecondsToWait=*/0,
-                                 /*MemoryLimit=*/0, &ErrMsg, &ExecutionFailed);
-  if (ExecutionFailed)
-    return createStringError(inconvertibleErrorCode(),
+  posix_spawnattr_t Attr;
+  posix_spawnattr_init(&Attr);
+  posix_spawnattr_setflags(&Attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&Attr, 0);
+
+  StopSignalScope Signals;
+  pid_t Pid = 0;
+  int SpawnErr = posix_spawn(&Pid, ProgramStr.c_str(), nullptr, &Attr,
+                             CArgv.data(), environ);
+  posix_spawnattr_destroy(&Attr);
+  if (SpawnErr)
+    return createStringError(std::error_code(SpawnErr, std::generic_category()),
                              "cannot run the DTLTO distributor '" + Program +
-                                 "': " + ErrMsg);
-  if (Code == 0)
+                                 "': " + std::strerror(SpawnErr));
+  RunningGroup.store(Pid);
+
+  int Status = 0;
+  pid_t R;
+  do
+    R = waitpid(Pid, &Status, 0);
+  while (R < 0 && errno == EINTR);
+  RunningGroup.store(0);
+  // The distributor must not leave jobs behind that could still write into
+  // the output directory once we have cleaned it.
+  kill(-Pid, SIGKILL);
+  if (R < 0)
+    return createStringError(std::error_code(errno, std::generic_category()),
+                             "lost track of the DTLTO distributor '" +
+                                 Program + "'");
+
+  if (WIFEXITED(Status) && WEXITSTATUS(Status) == 0)
     return Error::success();
-  std::string How = Code > 0 ? "failed with exit code " + std::to_string(Code)
-                             : "was terminated: " + ErrMsg;
-  return createStringError(inconvertibleErrorCode(),
-                           "the DTLTO distributor '" + Program + "' " + How +
-                               " running the jobs in '" + ManifestPath +
-                               "'; its own messages above say why");
+  std::string How =
+      WIFEXITED(Status)
+          ? "failed with exit code " + std::to_string(WEXITSTATUS(Status))
+          : "was killed by signal " + std::to_string(WTERMSIG(Status)) + " (" +
+                strsignal(WTERMSIG(Status)) + ")";
+  return createStringError(
+      inconvertibleErrorCode(),
+      "the DTLTO distributor '" + Program + "' " + How + " running the jobs of '" +
+          ManifestPath +
+          "'; its own messages above say why. Temporary files were removed: "
+          "link with --save-temps to keep the manifest, shards and objects");
 }
 
 } // namespace dtlto
