@@ -13,28 +13,32 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
-#include <string>
 
 LLD_HAS_DRIVER(elf)
 LLD_HAS_DRIVER(coff)
 LLD_HAS_DRIVER(mingw)
 
-// Replaces liblldCommon's definition, so that `ld.lld --version` tells which
-// DTLTO engine is inside. "LLD" stays in the string: build systems (meson,
-// CMake) look for it to recognise the linker.
-namespace lld {
-std::string getLLDVersion() {
-  return "dtlto LLD " LLVM_VERSION_STRING " (dtlto " DTLTO_VERSION
-         " DTLTO engine; Debian LLVM libraries)";
+// After LLD's own version line (which also goes into each output's .comment
+// section, so it stays Debian's: our outputs match the stock linker's), say
+// which DTLTO engine is inside. Build systems that recognise the linker by
+// "LLD" on the first line are not disturbed.
+static bool asksForVersion(llvm::ArrayRef<const char *> Args) {
+  for (llvm::StringRef A : Args.drop_front())
+    if (A == "--version" || A == "-version" || A == "-v" || A == "-V")
+      return true;
+  return false;
 }
-} // namespace lld
 
 int main(int argc, const char **argv) {
   llvm::InitLLVM X(argc, argv);
-  lld::Result R = lld::lldMain(llvm::ArrayRef(argv, argc), llvm::outs(),
-                               llvm::errs(),
+  llvm::ArrayRef<const char *> Args(argv, argc);
+  lld::Result R = lld::lldMain(Args, llvm::outs(), llvm::errs(),
                                {{lld::WinLink, &lld::coff::link},
                                 {lld::Gnu, &lld::elf::link},
                                 {lld::MinGW, &lld::mingw::link}});
+  if (asksForVersion(Args))
+    llvm::outs() << "with the dtlto " DTLTO_VERSION
+                    " DTLTO engine, built on LLVM "
+                 << LLVM_VERSION_STRING << "\n";
   return R.retCode;
 }
