@@ -4,9 +4,9 @@ As a job (manifests put it in common.args after the python interpreter):
   fakejob.py MODULE -fthinlto-index=SHARD -o OUT [options]
 It writes OUT (unless told otherwise) and, with --mark DIR, leaves markers
 named after OUT's file name: start.NAME when it starts, pid.NAME with its
-pid, conc.NAME with how many jobs were running then (itself included), and
-end.NAME when it finishes normally. Markers are files, so tests never
-depend on timing thresholds.
+pid, conc.NAME with how many jobs were running then (itself included),
+ready.NAME once its --wait-for and --child are done, and end.NAME when it
+finishes normally. Markers are files, so tests never depend on timing.
 
   fakejob.py summary DIR   prints the max concurrency and who started/ended.
 """
@@ -59,11 +59,13 @@ def run_job(argv):
         touch(mark("start"))
         touch(mark("pid"), f"{os.getpid()}\n")
         touch(mark("conc"), f"{count(a.mark, 'start.') - count(a.mark, 'end.')}\n")
+    if a.wait_for and not wait_for(a.wait_for) and mark:
+        touch(mark("timeout"))
     if a.child:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         touch(mark("pid") + ".child", f"{child.pid}\n")
-    if a.wait_for and not wait_for(a.wait_for) and mark:
-        touch(mark("timeout"))
+    if mark:
+        touch(mark("ready"))  # done waiting and spawning
     time.sleep(a.hold)
     sys.stdout.write(a.stdout and a.stdout + "\n")
     sys.stderr.write(a.stderr and a.stderr + "\n")

@@ -121,10 +121,10 @@ class Slots:
             self.jobserver.close()
 
     def describe(self) -> str:
-        limit = "unlimited" if self.limit is None else str(self.limit)
+        """'8 slots', or under make the most slots the jobserver gave us."""
         if self.jobserver:
-            return f"{limit} slots (jobserver, {self.peak} used)"
-        return f"{limit} slots"
+            return f"{self.peak} slots (jobserver)"
+        return f"{self.limit} slots"
 
 
 def exec_program(argv: list[str]) -> OSError:
