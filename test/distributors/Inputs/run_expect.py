@@ -1,9 +1,11 @@
 """Run a command, check its exit code, and show everything it printed.
 
-  run_expect.py [options] CODE -- COMMAND [ARGS...]
+  run_expect.py [options] CODE -- COMMAND [ARGS...] [::: LAST...]
 
 Prints the command's stdout, then its stderr, on our stdout (for FileCheck),
-and exits 0 only if the command exited with CODE.
+and exits 0 only if the command exited with CODE. With `::: A B ...` the
+command runs once per word after ":::", that word appended as its last
+argument, and every run must meet the expectations.
   --signal INT --after PATH   send SIGINT to the command's process (not its
                               group: a terminal's Ctrl-C cannot reach jobs in
                               their own sessions either) once PATH exists
@@ -60,6 +62,14 @@ def main():
     p.add_argument("--jobserver", metavar="KIND:TOKENS")
     a = p.parse_args()
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if ":::" not in command:
+        return 0 if run(a, command) else 1
+    i = command.index(":::")
+    results = [run(a, command[:i] + [last]) for last in command[i + 1:]]
+    return 0 if all(results) else 1
+
+
+def run(a, command):
     env, fds, token_fd = None, (), None
     with tempfile.TemporaryDirectory() as tmpdir:
         if a.jobserver:
@@ -80,14 +90,17 @@ def main():
             print(f"tokens after: {''.join(sorted(drain(token_fd).decode()))}")
         sys.stdout.flush()
     ok = True
+    name = command[-1]
     if proc.returncode != a.code:
-        print(f"run_expect: expected exit code {a.code}, got {proc.returncode}", file=sys.stderr)
+        print(f"run_expect: {name}: expected exit code {a.code}, got {proc.returncode}",
+              file=sys.stderr)
         ok = False
     lines = err.count(b"\n") + (1 if err and not err.endswith(b"\n") else 0)
     if a.stderr_lines is not None and lines != a.stderr_lines:
-        print(f"run_expect: expected {a.stderr_lines} stderr lines, got {lines}", file=sys.stderr)
+        print(f"run_expect: {name}: expected {a.stderr_lines} stderr lines, got {lines}",
+              file=sys.stderr)
         ok = False
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":
