@@ -1,0 +1,15 @@
+"""Benchmark harness of dtlto: real Debian programs linked in several modes.
+
+Modules, one concept each:
+  sources   Debian source packages: deb-src entry, download, unpack
+  programs  per-program build recipe, link capture and smoke test
+  modes     the link modes, compared side by side (add a mode there)
+  measure   running one link: wall, CPU, linker and process-tree peak RSS
+  trace     --time-trace phase split
+  elfdiff   comparing linked programs section by section
+  report    statistics, Markdown table and JSON
+"""
+
+
+class BenchError(Exception):
+    """A problem the harness reports as one line and stops on."""

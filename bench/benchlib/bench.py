@@ -1,0 +1,275 @@
+"""The benchmark loop: modes alternate run by run; outputs are checked."""
+
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+from . import BenchError, elfdiff, report, trace
+from .measure import run_link
+from .modes import MODES, REFERENCE
+from .programs import PROGRAMS, SmokeFailure, smoke_dir
+from .util import clean_env, log
+
+# Names of the temporary files DTLTO leaves next to the output when it does
+# not clean up (LLVM's and ours).
+STRAY = re.compile(r"\.(dist-file\.json|native\.o|native\.o\.thinlto\.bc|thinlto\.bc|imports)$"
+                   r"|\.\d+\.\d+\.o$")
+
+
+class Context:
+    def __init__(self, args):
+        self.jobs = args.jobs
+        self.ours_ld = os.path.abspath(args.ld_lld)
+        self.stock_ld = os.path.abspath(args.stock_ld_lld)
+        self.distributor = os.path.abspath(args.distributor)
+        self.remote_compiler = os.path.realpath(args.clang)
+        self.cache_root = os.path.join(args.cache, "thinlto-cache")
+        self.program = None
+
+    def cache_dir(self, mode):
+        return os.path.join(self.cache_root, self.program, mode.key)
+
+
+def _output_arg(args):
+    i = args.index("-o")
+    return i + 1
+
+
+def _jobs_of(stderr):
+    """Backend jobs run, and cache hits, from the distributor's summary line
+    and our engine's verbose line."""
+    jobs = {}
+    m = re.search(r"^dtlto: (\d+) ThinLTO jobs: (\d+) from the cache, (\d+) run",
+                  stderr, re.M)
+    if m:
+        jobs = {"modules": int(m.group(1)), "cache_hits": int(m.group(2)),
+                "jobs": int(m.group(3))}
+    m = re.search(r"^\S*local\.py: (\d+) jobs? on", stderr, re.M)
+    if m and "jobs" not in jobs:
+        jobs["jobs"] = int(m.group(1))
+    return jobs
+
+
+def _check_tools(ctx):
+    for path, what in [(ctx.ours_ld, "our ld.lld (build it: ninja -C build)"),
+                       (ctx.stock_ld, "LLVM 22's ld.lld (apt-get install lld-22)"),
+                       (ctx.distributor, "the local distributor")]:
+        if not os.access(path, os.X_OK):
+            raise BenchError(f"{path} is missing or not executable: {what}")
+
+
+class ProgramBench:
+    """All runs of one program."""
+
+    def __init__(self, args, ctx, build, modes):
+        self.args, self.ctx, self.build, self.modes = args, ctx, build, modes
+        self.program = PROGRAMS[build["program"]]
+        self.cwd = build["cwd"]
+        self.base = list(build["args"])
+        self.oi = _output_arg(self.base)
+        self.orig_out = self.base[self.oi]
+        self.logdir = os.path.join(args.out, "logs", build["program"])
+        os.makedirs(self.logdir, exist_ok=True)
+        self.result = {k: build[k] for k in ("program", "package", "version", "cwd",
+                                             "build_seconds")}
+        self.result["link_args"] = self.base
+        self.result["runs"] = []
+        self.result["modes"] = {m.key: {"label": m.label, "status": "ok",
+                                        "checked": {}} for m in modes}
+        self.failed = set()
+
+    def output(self, mode):
+        return os.path.join(self.cwd, self.orig_out + ".bench-" + mode.key)
+
+    def argv(self, mode, extra=()):
+        args = list(self.base)
+        args[self.oi] = self.output(mode)
+        return mode.argv(self.ctx, args) + list(extra)
+
+    def env(self, mode):
+        return clean_env({"DTLTO_VERBOSE": "1"} if mode.linker == "ours" else None)
+
+    def fail(self, mode, why):
+        log(f"{self.program.name} / {mode.key}: FAILED: {why}")
+        self.failed.add(mode.key)
+        self.result["modes"][mode.key]["status"] = f"FAIL: {why}"
+
+    def link(self, mode, kind, index, extra=()):
+        """Run one link of mode; record it; return the record or None."""
+        out = self.output(mode)
+        if os.path.exists(out):
+            os.remove(out)
+        outdir = os.path.dirname(out)
+        before = set(os.listdir(outdir))
+        tag = f"{mode.key}-{kind}{index}"
+        stdout = os.path.join(self.logdir, tag + ".out")
+        stderr = os.path.join(self.logdir, tag + ".err")
+        argv = self.argv(mode, extra)
+        rec = run_link(argv, self.cwd, self.env(mode), stdout, stderr,
+                       sample_ms=self.args.sample_ms)
+        with open(stderr, errors="replace") as f:
+            err_text = f.read()
+        rec.update({"mode": mode.key, "kind": kind, "index": index})
+        rec.update(_jobs_of(err_text))
+        stray = sorted(n for n in set(os.listdir(outdir)) - before
+                       if STRAY.search(n) and n != os.path.basename(out))
+        if stray:
+            rec["stray_files"] = stray
+        if rec["returncode"] != 0 or not os.path.exists(out):
+            last = err_text.strip().splitlines()[-1:] or ["no output"]
+            self.fail(mode, f"link exited {rec['returncode']}: {last[0][:200]}")
+            rec["sha256"] = None
+        else:
+            rec["sha256"] = elfdiff.sha256(out)
+        if stray:
+            self.fail(mode, f"temporary files left next to the output: "
+                      f"{', '.join(stray[:3])}")
+            for name in stray:
+                os.remove(os.path.join(outdir, name))
+        self.result["runs"].append(rec)
+        return rec if rec["sha256"] else None
+
+    def check(self, mode, rec):
+        """Equivalence with the reference and the smoke test, once per
+        distinct output of the mode."""
+        checked = self.result["modes"][mode.key]["checked"]
+        if rec["sha256"] in checked:
+            return
+        entry = {}
+        ref = next((m for m in self.modes if m.key == REFERENCE), None)
+        if ref is not None and mode.key != REFERENCE and ref.key not in self.failed \
+                and os.path.exists(self.output(ref)):
+            entry["vs_reference"] = elfdiff.compare(self.output(ref), self.output(mode))
+        workdir = smoke_dir()
+        try:
+            self.program.smoke(self.output(mode), self.build["tree"], workdir)
+            entry["smoke"] = "pass"
+        except SmokeFailure as e:
+            entry["smoke"] = f"FAIL: {e}"
+            self.fail(mode, f"smoke test: {e}")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        checked[rec["sha256"]] = entry
+        log(f"{self.program.name} / {mode.key}: smoke {entry['smoke']}; "
+            f"{elfdiff.summary(entry.get('vs_reference')) if 'vs_reference' in entry else 'reference'}")
+
+    def run(self):
+        name = self.program.name
+        active = lambda: [m for m in self.modes if m.key not in self.failed]  # noqa: E731
+        # Warm caches are filled by a link of their own, from scratch.
+        for mode in self.modes:
+            if mode.warm_cache:
+                shutil.rmtree(self.ctx.cache_dir(mode), ignore_errors=True)
+                os.makedirs(self.ctx.cache_dir(mode))
+                log(f"{name} / {mode.key}: filling the ThinLTO cache")
+                rec = self.link(mode, "fill", 0)
+                if rec and rec.get("jobs", 0) == 0:
+                    self.fail(mode, "the cache-filling link ran no backend job")
+        # The reference first, so that every other output can be compared.
+        order = sorted(self.modes, key=lambda m: m.key != REFERENCE)
+        if not self.args.no_warmup:
+            for mode in [m for m in order if m.key not in self.failed]:
+                log(f"{name} / {mode.key}: warm-up link")
+                rec = self.link(mode, "warmup", 0)
+                if rec:
+                    self.check(mode, rec)
+        for i in range(self.args.runs):
+            for mode in [m for m in order if m.key not in self.failed]:
+                rec = self.link(mode, "run", i)
+                if rec:
+                    self.check(mode, rec)
+                    log(f"{name} run {i + 1}/{self.args.runs} {mode.key}: "
+                        f"{rec['wall']:.2f} s wall, {rec['cpu']:.2f} s CPU")
+                    if mode.warm_cache and rec.get("jobs"):
+                        self.fail(mode, f"{rec['jobs']} backend jobs ran although "
+                                  "the cache was warm")
+        if not self.args.no_trace:
+            self.result["phases"] = {}
+            for mode in [m for m in active() if m.trace]:
+                path = os.path.join(self.logdir, f"{mode.key}-trace.json")
+                extra = [f"--time-trace={path}"]
+                if mode.distributed:
+                    extra.append("--time-trace-granularity=0")
+                rec = self.link(mode, "trace", 0, extra)
+                if rec:
+                    self.check(mode, rec)
+                    self.result["phases"][mode.key] = trace.phases(path)
+        return self.result
+
+
+def machine_info():
+    info = {"host": platform.node(), "kernel": platform.release(),
+            "cpus": os.cpu_count(),
+            "usable_cpus": len(os.sched_getaffinity(0))}
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
+            info["cpu"] = m.group(1) if m else "?"
+        with open("/proc/meminfo") as f:
+            kib = int(re.search(r"MemTotal:\s*(\d+)", f.read()).group(1))
+            info["memory_gib"] = round(kib / 1024 / 1024, 1)
+        with open("/etc/debian_version") as f:
+            info["debian"] = f.read().strip()
+    except (OSError, AttributeError):
+        pass
+    return info
+
+
+def _version(argv):
+    try:
+        return subprocess.run(argv + ["--version"], capture_output=True, text=True,
+                              timeout=30).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def _git_commit(root):
+    try:
+        return subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def bench(args, builds):
+    ctx = Context(args)
+    _check_tools(ctx)
+    modes = [m for m in MODES if m.key in args.modes]
+    os.makedirs(args.out, exist_ok=True)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    results = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["python3", "bench/run.py"] + sys.argv[1:]),
+        "commit": _git_commit(root),
+        "machine": machine_info(),
+        "jobs": args.jobs, "runs": args.runs,
+        "linkers": {"ours": _version([ctx.ours_ld]), "stock": _version([ctx.stock_ld]),
+                    "clang": _version([ctx.remote_compiler])},
+        "modes": {m.key: m.label for m in modes},
+        "programs": {},
+    }
+    failed = False
+    for b in builds:
+        ctx.program = b["program"]
+        pb = ProgramBench(args, ctx, b, modes)
+        results["programs"][b["program"]] = pb.run()
+        failed |= bool(pb.failed)
+        _write(args.out, results)  # partial results survive an interruption
+    _write(args.out, results)
+    print(report.markdown(results))
+    log(f"results: {os.path.join(args.out, 'results.json')} and results.md")
+    return 1 if failed else 0
+
+
+def _write(out, results):
+    for name, text in (("results.json", json.dumps(results, indent=1) + "\n"),
+                       ("results.md", report.markdown(results))):
+        tmp = os.path.join(out, name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(out, name))

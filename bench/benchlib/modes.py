@@ -1,0 +1,43 @@
+"""The link modes the harness compares: the one place to add a mode.
+
+A mode turns the recorded linker arguments into a linker command. Modes run
+alternately (A B C D A B C D ...) so that machine drift hits all alike.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mode:
+    key: str             # short name used in --modes, JSON and tables
+    label: str           # what the table says
+    linker: str          # "stock" (LLVM 22's ld.lld) or "ours"
+    distributed: bool    # runs backend jobs through the distributor
+    warm_cache: bool = False  # relinks against a ThinLTO cache warmed first
+    trace: bool = True   # gets a separate --time-trace run for the phase split
+
+    def argv(self, ctx, base_args):
+        """The linker command: linker, recorded arguments, mode options."""
+        linker = ctx.ours_ld if self.linker == "ours" else ctx.stock_ld
+        extra = [f"--thinlto-jobs={ctx.jobs}"]
+        if self.distributed:
+            extra += [f"--thinlto-distributor={ctx.distributor}",
+                      f"--thinlto-distributor-arg=--jobs={ctx.jobs}",
+                      f"--thinlto-remote-compiler={ctx.remote_compiler}"]
+        if self.warm_cache:
+            extra.append(f"--thinlto-cache-dir={ctx.cache_dir(self)}")
+        return [linker] + list(base_args) + extra
+
+
+MODES = [
+    Mode("inproc", "in-process ThinLTO (stock ld.lld-22)", "stock", False),
+    Mode("stock", "stock ld.lld-22 DTLTO + local.py", "stock", True),
+    Mode("ours", "our ld.lld DTLTO + local.py", "ours", True),
+    Mode("ours-cache", "our ld.lld DTLTO, warm ThinLTO cache", "ours", True,
+         warm_cache=True),
+]
+
+# The reference every output is compared with, and the ratio denominators.
+REFERENCE = "inproc"
+OURS = "ours"
+STOCK = "stock"

@@ -1,0 +1,124 @@
+"""Statistics over the runs, and the Markdown tables for docs/performance.md."""
+
+import statistics
+
+from . import elfdiff
+from .modes import OURS, REFERENCE, STOCK
+
+MIB = 1024 * 1024
+
+
+def timed_runs(prog, mode):
+    """The timed runs of a mode that count: linked and not failed."""
+    if prog["modes"].get(mode, {}).get("status", "ok") != "ok":
+        return []
+    return [r for r in prog["runs"] if r["mode"] == mode and r["kind"] == "run"
+            and r["returncode"] == 0]
+
+
+def stat(runs, key):
+    values = [r[key] for r in runs if r.get(key) is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values),
+            "max": max(values), "n": len(values)}
+
+
+def ratio(prog, num, den, key):
+    a, b = stat(timed_runs(prog, num), key), stat(timed_runs(prog, den), key)
+    if not a or not b or not b["median"]:
+        return None
+    return a["median"] / b["median"]
+
+
+def _fmt_range(s, scale=1.0, digits=2):
+    if not s:
+        return "-"
+    return (f"{s['median'] / scale:.{digits}f} "
+            f"[{s['min'] / scale:.{digits}f}-{s['max'] / scale:.{digits}f}]")
+
+
+def _fmt_ratio(r):
+    return f"{r:.2f}x" if r else "-"
+
+
+def _jobs(runs):
+    vals = sorted({r.get("jobs") for r in runs if r.get("jobs") is not None})
+    hits = sorted({r.get("cache_hits") for r in runs if r.get("cache_hits")})
+    text = "/".join(str(v) for v in vals) if vals else "-"
+    if hits:
+        text += f" (+{'/'.join(str(h) for h in hits)} cached)"
+    return text
+
+
+def _equivalence(prog, mode):
+    info = prog["modes"][mode]
+    checked = list(info.get("checked", {}).values())
+    if not checked:
+        return "-", "-"
+    smoke = "pass" if all(c.get("smoke") == "pass" for c in checked) else "FAIL"
+    if mode == REFERENCE:
+        return "reference", smoke
+    outputs = [elfdiff.summary(c.get("vs_reference")) for c in checked]
+    eq = outputs[0] if len(set(outputs)) == 1 else \
+        f"{len(checked)} different outputs: " + "; ".join(outputs)
+    return eq, smoke
+
+
+def markdown(results):
+    lines = []
+    m = results["machine"]
+    lines.append(f"Measured {results['date']} on {m.get('cpu', '?')}, "
+                 f"{m.get('usable_cpus')} CPUs, {m.get('memory_gib')} GiB, "
+                 f"Debian {m.get('debian', '?')}, kernel {m.get('kernel')}; "
+                 f"commit {results['commit']}; jobs {results['jobs']}, "
+                 f"{results['runs']} timed runs per mode.")
+    lines.append("")
+    lines.append(f"Command: `{results['command']}`")
+    lines.append("")
+    lines.append("Headline ratios (medians of the same run):")
+    lines.append("")
+    lines.append("| program | ours / in-process wall | ours / in-process CPU "
+                 "| ours / stock wall | ours / stock CPU |")
+    lines.append("|---|---|---|---|---|")
+    for name, prog in results["programs"].items():
+        lines.append(f"| {name} | {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'wall'))} "
+                     f"| {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'cpu'))} "
+                     f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'wall'))} "
+                     f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'cpu'))} |")
+    lines.append("")
+    lines.append("Every mode, median [min-max]; RSS in MiB; jobs = backend "
+                 "compilations the distributor ran:")
+    lines.append("")
+    lines.append("| program | mode | wall s | CPU s | linker peak RSS | tree peak RSS "
+                 "| jobs | output vs in-process | smoke test |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for name, prog in results["programs"].items():
+        for mode, info in prog["modes"].items():
+            runs = timed_runs(prog, mode)
+            eq, smoke = _equivalence(prog, mode)
+            if info["status"] != "ok":
+                smoke = info["status"].replace("|", "/")[:160]
+            lines.append(
+                f"| {name} | {mode} | {_fmt_range(stat(runs, 'wall'))} "
+                f"| {_fmt_range(stat(runs, 'cpu'))} "
+                f"| {_fmt_range(stat(runs, 'linker_peak_rss'), MIB, 0)} "
+                f"| {_fmt_range(stat(runs, 'tree_peak_rss'), MIB, 0)} "
+                f"| {_jobs(runs)} | {eq} | {smoke} |")
+    if any(prog.get("phases") for prog in results["programs"].values()):
+        lines.append("")
+        lines.append("Phases in seconds, from one `--time-trace` run per mode "
+                     "(traces slow links down; see the phase definitions below):")
+        lines.append("")
+        lines.append("| program | mode | inputs | thin link | shards + manifest "
+                     "| distributor | after | in-process backends | final link "
+                     "| engine own | total |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for name, prog in results["programs"].items():
+            for mode, ph in prog.get("phases", {}).items():
+                cells = [ph.get(k, 0) for k in ("inputs", "thin_link", "shards",
+                                                 "distributor", "after", "backends",
+                                                 "final_link", "engine", "total")]
+                lines.append(f"| {name} | {mode} | "
+                             + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Benchmark DTLTO on real programs: in-process ThinLTO vs stock LLVM 22 DTLTO
+vs ours, side by side, with output equivalence and smoke tests.
+
+Each program is fetched from Debian's source packages and built once with
+clang-22 -O2 -flto=thin into a cache outside the repository; its final link
+command is recorded and replayed in every mode, modes alternating run by run.
+"""
+
+import argparse
+import os
+import shlex
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # keep the source tree clean
+
+from benchlib import BenchError  # noqa: E402
+from benchlib.modes import MODES  # noqa: E402
+from benchlib.prepare import install_packages, prepare  # noqa: E402
+from benchlib.programs import PROGRAMS  # noqa: E402
+from benchlib.util import log  # noqa: E402
+
+SRC_ROOT = os.path.dirname(HERE)
+LLVM_BIN = "/usr/lib/llvm-22/bin"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="bench/run.py", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Modes: " + "; ".join(f"{m.key}: {m.label}" for m in MODES)
+        + ".\n\nResults go to OUT/results.json (every run) and OUT/results.md "
+        "(the table for docs/performance.md).")
+    p.add_argument("--programs", default=",".join(PROGRAMS),
+                   help="comma-separated programs (default: %(default)s)")
+    p.add_argument("--modes", default=",".join(m.key for m in MODES),
+                   help="comma-separated modes (default: %(default)s)")
+    p.add_argument("--runs", type=int, default=5, metavar="N",
+                   help="timed runs per mode (default: %(default)s)")
+    p.add_argument("--jobs", type=int, default=2, metavar="N",
+                   help="ThinLTO threads in-process, distributor jobs "
+                        "otherwise (default: %(default)s)")
+    p.add_argument("--out", default="bench-results", metavar="DIR",
+                   help="where results.json and results.md go "
+                        "(default: %(default)s)")
+    p.add_argument("--cache", metavar="DIR",
+                   default=os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"),
+                   help="where sources are downloaded and programs built "
+                        "($DTLTO_BENCH_CACHE, default: %(default)s)")
+    p.add_argument("--ld-lld", default=os.path.join(SRC_ROOT, "build", "bin", "ld.lld"),
+                   help="our linker (default: %(default)s)")
+    p.add_argument("--stock-ld-lld", default=os.path.join(LLVM_BIN, "ld.lld"),
+                   help="LLVM 22's linker (default: %(default)s)")
+    p.add_argument("--clang", default=os.path.join(LLVM_BIN, "clang"),
+                   help="compiler for builds and remote jobs (default: %(default)s)")
+    p.add_argument("--distributor",
+                   default=os.path.join(SRC_ROOT, "utils", "dtlto", "local.py"),
+                   help="the local distributor, run with --jobs N "
+                        "(default: %(default)s)")
+    p.add_argument("--sample-ms", type=float, default=20, metavar="MS",
+                   help="process-tree RSS sampling interval (default: %(default)s)")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="skip the untimed first round (it checks outputs and "
+                        "warms the page cache)")
+    p.add_argument("--no-trace", action="store_true",
+                   help="skip the --time-trace runs that split our phases")
+    p.add_argument("--build-only", action="store_true",
+                   help="fetch and build the programs, then stop")
+    p.add_argument("--install-deps", action="store_true",
+                   help="apt-get install the Debian packages the harness needs "
+                        "(as root)")
+    args = p.parse_args(argv)
+    args.programs = [x for x in args.programs.split(",") if x]
+    for name in args.programs:
+        if name not in PROGRAMS:
+            p.error(f"unknown program '{name}' (known: {', '.join(PROGRAMS)})")
+    keys = {m.key for m in MODES}
+    args.modes = [x for x in args.modes.split(",") if x]
+    for key in args.modes:
+        if key not in keys:
+            p.error(f"unknown mode '{key}' (known: {', '.join(sorted(keys))})")
+    if args.runs < 1 or args.jobs < 1:
+        p.error("--runs and --jobs must be at least 1")
+    args.cache = os.path.abspath(args.cache)
+    args.out = os.path.abspath(args.out)
+    return args
+
+
+def tools_of(args):
+    clang = os.path.realpath(args.clang)
+    bindir = os.path.dirname(clang)
+    tools = {"clang": args.clang, "llvm-ar": os.path.join(bindir, "llvm-ar"),
+             "llvm-ar-path": os.path.join(bindir, "llvm-ar"),
+             "llvm-ranlib": os.path.join(bindir, "llvm-ranlib"),
+             "stock-ld": os.path.realpath(args.stock_ld_lld)}
+    for key, path in tools.items():
+        if not os.access(path.split()[0], os.X_OK):
+            raise BenchError(f"{path} is missing ({key}): install clang-22, "
+                             "lld-22 and llvm-22")
+    return tools
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.install_deps:
+            install_packages()
+        tools = tools_of(args)
+        builds = [prepare(name, args.cache, tools) for name in args.programs]
+        if args.build_only:
+            for b in builds:
+                print(f"{b['program']} {b['version']}: (cd {b['cwd']} && "
+                      f"ld.lld {shlex.join(b['args'])})")
+            return 0
+        from benchlib.bench import bench
+        return bench(args, builds)
+    except BenchError as e:
+        print(f"bench/run.py: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
