@@ -18,6 +18,11 @@ def exit_code_for_signal(signo: int) -> int:
     return 128 + signo
 
 
+def plural(count: int, noun: str) -> str:
+    """'1 job', '2 jobs'."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 class Reporter:
     def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
                  stream=None):
@@ -103,6 +108,6 @@ class Reporter:
     def summary(self, slots: str, failed: int) -> None:
         self._clear_line()
         if not self.quiet:
-            self.note(f"{self.total} jobs on {slots}, {failed} failed, "
+            self.note(f"{plural(self.total, 'job')} on {slots}, {failed} failed, "
                       f"{self.elapsed():.1f} s")
         self.stream.flush()

@@ -22,7 +22,7 @@ from typing import Callable
 
 from .jobserver import JobServer
 from .manifest import Job
-from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal
+from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
 
 # Signals that end a run: the jobs are in their own sessions, so a terminal's
 # Ctrl-C does not reach them and we must kill them ourselves.
@@ -123,8 +123,8 @@ class Slots:
     def describe(self) -> str:
         """'8 slots', or under make the most slots the jobserver gave us."""
         if self.jobserver:
-            return f"{self.peak} slots (jobserver)"
-        return f"{self.limit} slots"
+            return plural(self.peak, "slot") + " (jobserver)"
+        return plural(self.limit, "slot")
 
 
 def exec_program(argv: list[str]) -> OSError:
@@ -307,7 +307,7 @@ class Runner:
         rep = self.reporter
         if self._signal:
             rep.error(f"interrupted by {signal.Signals(self._signal).name}; "
-                      f"killed {stopped} running jobs")
+                      f"killed {plural(stopped, 'running job')}")
             return exit_code_for_signal(self._signal)
         if self.failure:
             rep.summary(self.slots.describe(), failed=1)
