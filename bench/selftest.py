@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Self-test of the benchmark harness's measuring parts, without downloads.
+
+Checks, on processes and files made here, that the harness measures what it
+claims: the linker's own peak RSS apart from its children's, the peak RSS of
+the process tree, CPU time including children, the --time-trace phase split,
+and the section-level comparison of two programs. Prints one 'ok:' line per
+check and exits non-zero on the first wrong figure.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True
+
+from benchlib import elfdiff, trace  # noqa: E402
+from benchlib.measure import run_link  # noqa: E402
+
+MIB = 1024 * 1024
+
+# A parent that holds 120 MiB and a child that holds 260 MiB and burns CPU
+# while the parent waits: the "linker" and its "distributor".
+TREE = r"""
+import subprocess, sys, time
+held = bytearray(120 * 1024 * 1024)
+held[::4096] = b"x" * len(held[::4096])
+child = '''
+import time
+big = bytearray(260 * 1024 * 1024)
+big[::4096] = b"y" * len(big[::4096])
+end = time.process_time() + 0.4
+while time.process_time() < end:
+    pass
+time.sleep(0.3)
+'''
+subprocess.run([sys.executable, "-c", child], check=True)
+"""
+
+
+def check(cond, what):
+    if not cond:
+        print(f"FAIL: {what}")
+        sys.exit(1)
+    print(f"ok: {what}")
+
+
+def test_measure(tmp, sample_ms):
+    r = run_link([sys.executable, "-c", TREE], tmp, dict(os.environ),
+                 os.path.join(tmp, "o"), os.path.join(tmp, "e"), sample_ms=sample_ms)
+    check(r["returncode"] == 0, "the measured process tree ran")
+    check(r["rss_method"] == "ptrace exit stop", "linker peak RSS read at its exit")
+    check(120 * MIB <= r["linker_peak_rss"] < 200 * MIB,
+          f"linker peak RSS is its own, not its child's "
+          f"({r['linker_peak_rss'] / MIB:.0f} MiB)")
+    check(r["tree_peak_rss"] >= 380 * MIB,
+          f"tree peak RSS adds parent and child ({r['tree_peak_rss'] / MIB:.0f} MiB)")
+    check(r["largest_process_rss"] >= 260 * MIB,
+          "wait4 reports the largest process of the tree")
+    check(r["cpu"] >= 0.4, f"CPU time includes the child's ({r['cpu']:.2f} s)")
+    check(r["wall"] >= 0.7, f"wall time covers the whole tree ({r['wall']:.2f} s)")
+    check(r["processes"] >= 2, "the sampler saw the child")
+    r = run_link([sys.executable, "-c", "import sys; sys.exit(3)"], tmp,
+                 dict(os.environ), os.path.join(tmp, "o"), os.path.join(tmp, "e"))
+    check(r["returncode"] == 3, "a failing link's exit code is kept")
+
+
+def test_trace(tmp):
+    def ev(name, ts, dur, tid=1):
+        return {"ph": "X", "name": name, "ts": ts, "dur": dur, "tid": tid, "pid": 1}
+    events = [ev("ExecuteLinker", 0, 10_000_000), ev("LTO", 1_000_000, 8_000_000),
+              ev("DTLTO serialize inputs", 1_200_000, 100_000),
+              ev("DTLTO write index shards", 3_000_000, 500_000),
+              ev("DTLTO write manifest", 3_500_000, 500_000),
+              ev("DTLTO run distributor", 4_000_000, 4_000_000),
+              ev("DTLTO add objects", 8_000_000, 900_000),
+              ev("Total LTO", 0, 8_000_000, tid=9)]
+    path = os.path.join(tmp, "t.json")
+    with open(path, "w") as f:
+        json.dump({"traceEvents": events}, f)
+    p = trace.phases(path)
+    want = {"inputs": 1.0, "thin_link": 2.0, "shards": 1.0, "distributor": 4.0,
+            "after": 1.0, "final_link": 1.0, "total": 10.0, "input_prep": 0.1,
+            "engine": 2.1}
+    check(all(abs(p[k] - v) < 1e-9 for k, v in want.items()),
+          f"time-trace phases split at scope boundaries ({p})")
+
+
+def test_elfdiff(tmp):
+    a = shutil.which("true") or "/bin/true"
+    b = shutil.which("false") or "/bin/false"
+    check(elfdiff.compare(a, a)["identical"], "a program is identical to itself")
+    r = elfdiff.compare(a, b)
+    check(not r["identical"] and r["sections"], "two programs differ by section")
+    check(elfdiff.summary(r).startswith("differs: "),
+          f"the difference is summarised ({elfdiff.summary(r)})")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sample-ms", type=float, default=20,
+                   help="sampling interval to test (default: %(default)s)")
+    args = p.parse_args()
+    tmp = tempfile.mkdtemp(prefix="dtlto-bench-selftest-")
+    try:
+        test_measure(tmp, args.sample_ms)
+        test_trace(tmp)
+        test_elfdiff(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
