@@ -113,9 +113,11 @@ def main() -> int:
         return EXIT_OK
     sys.stdout.flush()
     sys.stderr.flush()
-    error = exec_program(distributor + [args.manifest])
-    print(f"{PROG}: error: cannot run {distributor[0]}: {error.strerror or error}",
-          file=sys.stderr)
+    try:
+        exec_program(distributor + [args.manifest])
+    except OSError as e:
+        print(f"{PROG}: error: cannot run {distributor[0]}: {e.strerror or e}",
+              file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -127,12 +127,9 @@ class Slots:
         return plural(self.limit, "slot")
 
 
-def exec_program(argv: list[str]) -> OSError:
-    """Replace this process with argv; returns the error only if that failed."""
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as e:
-        return e
+def exec_program(argv: list[str]) -> None:
+    """Replace this process with argv (searched in PATH); raises OSError."""
+    os.execvp(argv[0], argv)
 
 
 def _raise_open_file_limit(slots: int | None) -> None:
@@ -205,7 +202,11 @@ class Runner:
         self._signal = 0
 
     def run(self, jobs: list[Job]) -> int:
-        """Run every job; return the distributor's exit code."""
+        """Run every job; return the distributor's exit code.
+
+        Call it from the main thread: it owns SIGINT, SIGTERM and SIGHUP
+        while it runs, and restores the previous handlers before returning.
+        """
         self.reporter.begin(len(jobs))
         pending = deque((job, 1) for job in jobs)
         running: dict[int, _Running] = {}
