@@ -1,0 +1,52 @@
+"""A distributor that hangs, for tests that interrupt the linker.
+
+  hang_dist.py --marker PATH [--resume-when FILE --then DIST [ARGS...]] MANIFEST
+
+It writes every job's output (as if some jobs had finished), starts a child
+that sleeps (as if a job were running), and then writes its own pid and the
+child's to PATH (atomically, once all that is done). Then it sleeps until it
+is stopped; with --resume-when, only until FILE exists (at most 60 s), and
+then it stops its child and replaces itself with `DIST ARGS... MANIFEST`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def main():
+    *options, manifest = sys.argv[1:]
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--marker", required=True)
+    parser.add_argument("--resume-when", metavar="FILE")
+    parser.add_argument("--then", nargs=argparse.REMAINDER, default=[])
+    args = parser.parse_args(options)
+
+    with open(manifest, encoding="utf-8") as f:
+        jobs = json.load(f)["jobs"]
+    for job in jobs:
+        for out in job["outputs"]:
+            with open(out, "w", encoding="utf-8") as f:
+                f.write("half-done\n")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(args.marker + ".tmp", "w", encoding="utf-8") as f:
+        f.write(f"{os.getpid()} {child.pid}\n")
+    os.rename(args.marker + ".tmp", args.marker)
+
+    deadline = time.monotonic() + (60 if args.resume_when else 120)
+    while time.monotonic() < deadline:
+        if args.resume_when and os.path.exists(args.resume_when):
+            break
+        time.sleep(0.01)
+    child.kill()
+    child.wait()
+    if args.then:
+        os.execv(args.then[0], args.then + [manifest])
+    sys.exit("hang_dist.py: never resumed")
+
+
+if __name__ == "__main__":
+    main()
