@@ -1,12 +1,14 @@
 """A distributor that hangs, for tests that interrupt the linker.
 
-  hang_dist.py --marker PATH [--resume-when FILE --then DIST [ARGS...]] MANIFEST
+  hang_dist.py --marker PATH [--resume-when FILE [--keep-child]
+               --then DIST [ARGS...]] MANIFEST
 
 It writes every job's output (as if some jobs had finished), starts a child
 that sleeps (as if a job were running), and then writes its own pid and the
 child's to PATH (atomically, once all that is done). Then it sleeps until it
 is stopped; with --resume-when, only until FILE exists (at most 60 s), and
-then it stops its child and replaces itself with `DIST ARGS... MANIFEST`.
+then it stops its child (unless --keep-child: a job left running) and
+replaces itself with `DIST ARGS... MANIFEST`.
 """
 import argparse
 import json
@@ -22,6 +24,7 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--marker", required=True)
     parser.add_argument("--resume-when", metavar="FILE")
+    parser.add_argument("--keep-child", action="store_true")
     parser.add_argument("--then", nargs=argparse.REMAINDER, default=[])
     args = parser.parse_args(options)
 
@@ -41,8 +44,9 @@ def main():
         if args.resume_when and os.path.exists(args.resume_when):
             break
         time.sleep(0.01)
-    child.kill()
-    child.wait()
+    if not args.keep_child:
+        child.kill()
+        child.wait()
     if args.then:
         os.execv(args.then[0], args.then + [manifest])
     sys.exit("hang_dist.py: never resumed")
