@@ -42,9 +42,9 @@ def parse_args(argv):
     p.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="ThinLTO threads in-process, distributor jobs "
                         "otherwise (default: %(default)s)")
-    p.add_argument("--out", default="bench-results", metavar="DIR",
-                   help="where results.json and results.md go "
-                        "(default: %(default)s)")
+    p.add_argument("--out", metavar="DIR",
+                   help="where results.json, results.md, logs and traces go "
+                        "(default: CACHE/results)")
     p.add_argument("--cache", metavar="DIR",
                    default=os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"),
                    help="where sources are downloaded and programs built "
@@ -84,7 +84,7 @@ def parse_args(argv):
     if args.runs < 1 or args.jobs < 1:
         p.error("--runs and --jobs must be at least 1")
     args.cache = os.path.abspath(args.cache)
-    args.out = os.path.abspath(args.out)
+    args.out = os.path.abspath(args.out or os.path.join(args.cache, "results"))
     return args
 
 
