@@ -13,9 +13,15 @@ replaces itself with `DIST ARGS... MANIFEST`.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+
+
+def quit_quietly(signum, frame):
+    # Stopped as a distributor should be: no traceback in the test's output.
+    sys.exit(128 + signum)
 
 
 def main():
@@ -27,6 +33,9 @@ def main():
     parser.add_argument("--keep-child", action="store_true")
     parser.add_argument("--then", nargs=argparse.REMAINDER, default=[])
     args = parser.parse_args(options)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, quit_quietly)
 
     with open(manifest, encoding="utf-8") as f:
         jobs = json.load(f)["jobs"]
@@ -34,7 +43,9 @@ def main():
         for out in job["outputs"]:
             with open(out, "w", encoding="utf-8") as f:
                 f.write("half-done\n")
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    # sleep(1) is fully started once exec'd; a Python child interrupted while
+    # it initializes would print a fatal error.
+    child = subprocess.Popen(["sleep", "120"])
     with open(args.marker + ".tmp", "w", encoding="utf-8") as f:
         f.write(f"{os.getpid()} {child.pid}\n")
     os.rename(args.marker + ".tmp", args.marker)
