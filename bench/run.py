@@ -68,6 +68,9 @@ def parse_args(argv):
                    help="skip the --time-trace runs that split our phases")
     p.add_argument("--build-only", action="store_true",
                    help="fetch and build the programs, then stop")
+    p.add_argument("--report", metavar="JSON",
+                   help="print the Markdown tables of an earlier results.json "
+                        "and stop")
     p.add_argument("--install-deps", action="store_true",
                    help="apt-get install the Debian packages the harness needs "
                         "(as root)")
@@ -104,6 +107,12 @@ def tools_of(args):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.report:
+        import json
+        from benchlib.report import markdown
+        with open(args.report) as f:
+            print(markdown(json.load(f)), end="")
+        return 0
     try:
         if args.install_deps:
             install_packages()
