@@ -25,13 +25,16 @@
 #include "dtlto/TempFiles.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/LTO/LTO.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
+#include <unistd.h>
 
 using namespace llvm;
 using namespace llvm::lto;
@@ -108,6 +111,8 @@ public:
   Error wait() override;
 
 private:
+  Error runJobs();
+  Error failLink(Error E);
   Error checkSettings();
   Error prepareJob(JobState &State, BitcodeModule BM,
                    const FunctionImporter::ImportMapTy &ImportList,
@@ -132,6 +137,7 @@ private:
   // Resolved on the first start(): a bad distributor is reported before any
   // shard is written.
   std::optional<std::string> DistributorPath;
+  std::optional<SignalGuard> Signals;
   CommonPart Common;
   std::string CompileID;
   Clock::time_point StartTime;
@@ -156,6 +162,7 @@ Error OutOfProcessBackend::checkSettings() {
   if (!Path)
     return Path.takeError();
   DistributorPath = *Path;
+  Signals.emplace();
   if (S.RemoteCompiler.empty())
     return createStringError(
         inconvertibleErrorCode(),
@@ -180,7 +187,7 @@ Error OutOfProcessBackend::start(
     MapVector<StringRef, BitcodeModule> &ModuleMap) {
   if (!DistributorPath)
     if (Error E = checkSettings())
-      return E;
+      return failLink(std::move(E));
   if (Task < TaskOffset || Task - TaskOffset >= Jobs.size())
     return createStringError(inconvertibleErrorCode(),
                              "DTLTO: unexpected ThinLTO task " + Twine(Task));
@@ -199,7 +206,7 @@ Error OutOfProcessBackend::start(
       recordError(std::move(E));
   });
   if (OnWrite)
-    OnWrite(State.J.ModuleID);
+    OnWrite(originalName(State.J.ModuleID));
   return Error::success();
 }
 
@@ -241,6 +248,7 @@ Error OutOfProcessBackend::prepareJob(
   ShardRequest Req;
   Req.ModuleID = J.ModuleID;
   Req.ShardPath = J.ShardPath;
+  Req.EmitName = originalName(J.ModuleID);
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
   Expected<std::vector<std::string>> ImportedFrom =
@@ -281,7 +289,7 @@ Error OutOfProcessBackend::addObject(JobState &State) {
   // straight to the link.
   AddStreamFn &Add = State.CacheStream ? State.CacheStream : AddStream;
   Expected<std::unique_ptr<CachedFileStream>> Stream =
-      Add(J.Task, J.ModuleID);
+      Add(J.Task, originalName(J.ModuleID));
   if (!Stream)
     return Stream.takeError();
   *(*Stream)->OS << (*Obj)->getBuffer();
@@ -289,6 +297,30 @@ Error OutOfProcessBackend::addObject(JobState &State) {
 }
 
 Error OutOfProcessBackend::wait() {
+  Error E = runJobs();
+  Signals.reset();
+  if (E)
+    return failLink(std::move(E));
+  return Error::success();
+}
+
+// LLD's ELF driver stops when LTO fails; its COFF driver links on and adds
+// errors that only follow from the first (an undefined entry point, with no
+// object back). For COFF, report the error as LLD would and end the link
+// here, removing every temporary file (and LLD's own) first.
+Error OutOfProcessBackend::failLink(Error E) {
+  if (!TT.isOSBinFormatCOFF() || !Conf.DiagHandler)
+    return E;
+  std::string Msg = toString(std::move(E));
+  Conf.DiagHandler(DiagnosticInfoGeneric(Msg, DS_Error));
+  Temps.removeAll();
+  sys::RunInterruptHandlers();
+  outs().flush();
+  errs().flush();
+  _exit(1);
+}
+
+Error OutOfProcessBackend::runJobs() {
   {
     TimeTraceScope Scope("DTLTO write index shards");
     BackendThreadPool.wait();
@@ -344,8 +376,8 @@ Error OutOfProcessBackend::wait() {
       return std::move(*Err);
     return createStringError(inconvertibleErrorCode(),
                              toString(std::move(*Err)) + " (and " +
-                                 Twine(FailedJobs) +
-                                 " more DTLTO jobs failed)");
+                                 Twine(FailedJobs) + " more DTLTO job" +
+                                 (FailedJobs == 1 ? "" : "s") + " failed)");
   }
 
   {
