@@ -53,6 +53,17 @@ def _per_job(prog):
     return f"{1000 * (a['median'] - b['median']) / statistics.median(jobs):+.0f} ms"
 
 
+def _same_bytes(prog, a, b):
+    """Whether two modes linked the same bytes, from the runs' SHA-256."""
+    ha = {r["sha256"] for r in prog["runs"] if r["mode"] == a and r.get("sha256")}
+    hb = {r["sha256"] for r in prog["runs"] if r["mode"] == b and r.get("sha256")}
+    if not ha or not hb:
+        return "-"
+    if len(ha) > 1 or len(hb) > 1:
+        return "not deterministic"
+    return "identical" if ha == hb else "differs"
+
+
 def _engine(prog):
     ph = prog.get("phases", {})
     a, b = ph.get(OURS, {}).get("engine"), ph.get(STOCK, {}).get("engine")
@@ -99,14 +110,16 @@ def markdown(results):
     lines.append("")
     lines.append("| program | ours / in-process wall | ours / in-process CPU "
                  "| ours / stock wall | ours / stock CPU | extra CPU per job "
-                 "vs in-process | engine own time, ours / stock (trace) |")
-    lines.append("|---|---|---|---|---|---|---|")
+                 "vs in-process | engine own time, ours / stock (trace) "
+                 "| ours vs stock output |")
+    lines.append("|---|---|---|---|---|---|---|---|")
     for name, prog in results["programs"].items():
         lines.append(f"| {name} | {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'wall'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'cpu'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'wall'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'cpu'))} "
-                     f"| {_per_job(prog)} | {_engine(prog)} |")
+                     f"| {_per_job(prog)} | {_engine(prog)} "
+                     f"| {_same_bytes(prog, OURS, STOCK)} |")
     lines.append("")
     lines.append("Every mode, median [min-max]; RSS in MiB; jobs = backend "
                  "compilations the distributor ran:")
