@@ -203,6 +203,8 @@ class ProgramBench:
                 if rec:
                     self.check(mode, rec)
                     self.result["phases"][mode.key] = trace.phases(path)
+                    self.result.setdefault("scopes", {})[mode.key] = \
+                        trace.dtlto_scopes(path)
         return self.result
 
 

@@ -75,3 +75,18 @@ def phases(path):
     if dist or out["shards"]:
         out["engine"] = out["shards"] + out["after"] + out["input_prep"]
     return {k: v / 1e6 for k, v in out.items()}
+
+
+def dtlto_scopes(path):
+    """Total seconds of each DTLTO scope (any thread), for a finer look at
+    where the engine's own time goes than the phases give."""
+    with open(path) as f:
+        events = [e for e in json.load(f)["traceEvents"]
+                  if e.get("ph") == "X" and "DTLTO" in e["name"]
+                  and not e["name"].startswith("Total ")]
+    out = {}
+    for e in events:
+        entry = out.setdefault(e["name"], {"seconds": 0.0, "count": 0})
+        entry["seconds"] += e["dur"] / 1e6
+        entry["count"] += 1
+    return out
