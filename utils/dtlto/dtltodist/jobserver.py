@@ -14,9 +14,13 @@ non-blocking descriptor of our own (a reopened /proc/self/fd/R, so make's
 file status flags are never touched) and treat EAGAIN as "not now".
 """
 
-import fcntl
 import os
 import stat
+
+try:
+    import fcntl
+except ImportError:  # Windows: no make jobserver of this kind
+    fcntl = None
 
 
 class JobServer:
@@ -97,6 +101,8 @@ def _open_fifo(path: str):
 
 
 def _open_pipe_fds(auth: str):
+    if fcntl is None:
+        return None, "no pipe jobservers on this system; not using one"
     fds = auth.split(",")
     if len(fds) != 2 or not all(f.isdigit() for f in fds):
         return None, f"cannot parse --jobserver-auth={auth}; not using it"
