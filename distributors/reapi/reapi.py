@@ -333,8 +333,8 @@ class Main:
                                problem="" if e.exit_code is not None else f"failed: {e}")
             rep.failed(result, plan.job.command)
             if e.endpoint is not None:
-                rep.note(f"job {plan.job.index} ran on {e.endpoint.name} as action "
-                         f"{show(plan.action)}")
+                rep.note(f"job {plan.job.index}: action {show(plan.action)} on "
+                         f"{e.endpoint.name}")
             rep.summary(where, failed=1)
             return EXIT_JOB_FAILED
         missing = [(p.job, problem) for p in plans if (problem := check_outputs(p.job))]

@@ -89,9 +89,11 @@ class Pool:
 
     def failed(self, e: Endpoint) -> None:
         with self.cond:
+            now = time.monotonic()
+            if e.down_until > now:
+                return  # calls that were under way when it went down: same outage
             e.failures += 1
-            e.down_until = time.monotonic() + min(
-                BACKOFF_MAX, BACKOFF_FIRST * 2 ** (e.failures - 1))
+            e.down_until = now + min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (e.failures - 1))
 
     def succeeded(self, e: Endpoint) -> None:
         with self.cond:
@@ -150,6 +152,11 @@ class JobRunner:
                 self.note(f"job {job.index}: executing action {show(plan.action)} on "
                           f"{ep.name} ({uploaded} blobs uploaded)")
                 resp = s.execute(ep, plan.action, self.skip_cache_lookup, self.exec_timeout)
+                with ep.lock:
+                    if resp.cached_result:
+                        ep.cache_hits += 1
+                    else:
+                        ep.executed += 1
                 result = resp.result
                 stdout, stderr = self._logs(ep, result, plan)
                 if result.exit_code != 0:
@@ -164,10 +171,6 @@ class JobRunner:
                     self.pool.failed(ep)
                 raise
             self.pool.succeeded(ep)
-            if resp.cached_result:
-                ep.cache_hits += 1
-            else:
-                ep.executed += 1
             return Outcome(ep, resp.cached_result, attempt, stdout, stderr)
         finally:
             self.pool.release(ep)
@@ -194,7 +197,8 @@ class JobRunner:
                 self.pool.failed(ep)
                 self.note(f"job {plan.job.index}: no cache answer from {ep.name}: {e}")
                 continue
-            ep.cache_hits += 1
+            with ep.lock:
+                ep.cache_hits += 1
             self.note(f"job {plan.job.index}: action {show(plan.action)} found in the "
                       f"action cache of {ep.name}")
             return Outcome(ep, True, attempt, stdout, stderr)

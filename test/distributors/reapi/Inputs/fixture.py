@@ -188,7 +188,13 @@ class Fixture:
         self.record["pids"].append(proc.pid)
         self.save()
         try:
-            # unshare itself lives in the new network namespace.
+            # unshare itself moves into the new network namespace: wait for it.
+            ours = os.readlink("/proc/self/ns/net")
+            deadline = time.monotonic() + 30
+            while os.readlink(f"/proc/{proc.pid}/ns/net") == ours:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"worker w{i}: unshare did not start")
+                time.sleep(0.01)
             self.record["netns"].append(os.readlink(f"/proc/{proc.pid}/ns/net"))
             self.save()
             sh("ip", "link", "add", f"v{i}", "type", "veth", "peer", "name", "eth0",
