@@ -10,6 +10,9 @@
             (SN-DBS, Incredibuild)
   cmdline   argv as one command-line string (Windows rules) for engines
             that take a string
+  transfer  a job's files as tar streams to and from a machine that does
+            not share the build (Slurm stream mode, SSH); remote_job.py is
+            the job side it runs there with `python3 -c`
 
 docs/local-distributor.md describes the API for writers of new distributors.
 """

@@ -35,8 +35,11 @@ def size_text(nbytes: int) -> str:
 
 class Reporter:
     def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
-                 stream=None):
+                 stream=None, placement=None):
         self.prog = prog
+        # placement() -> what the summary says after "N jobs on", in place of
+        # the slots: a remote engine's hosts, retries and bytes moved.
+        self.placement = placement
         self.quiet = quiet
         self.verbose = verbose
         self.stream = stream or sys.stderr
@@ -118,6 +121,7 @@ class Reporter:
     def summary(self, slots: str, failed: int) -> None:
         self._clear_line()
         if not self.quiet:
-            self.note(f"{plural(self.total, 'job')} on {slots}, {failed} failed, "
+            where = self.placement() if self.placement else slots
+            self.note(f"{plural(self.total, 'job')} on {where}, {failed} failed, "
                       f"{self.elapsed():.1f} s")
         self.stream.flush()

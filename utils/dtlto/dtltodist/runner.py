@@ -48,6 +48,7 @@ class JobResult:
     stdout: bytes = b""
     stderr: bytes = b""
     problem: str = ""  # why it failed beyond the exit code, e.g. a missing output
+    where: str = ""  # the host or node a remote engine ran it on, if known
 
     @property
     def ok(self) -> bool:
@@ -55,15 +56,16 @@ class JobResult:
 
     def describe(self) -> str:
         """'failed with exit code 1', 'was killed by signal SIGSEGV', ..."""
+        on = f" on {self.where}" if self.where else ""
         if self.returncode is None or (self.returncode == 0 and self.problem):
-            return self.problem
+            return self.problem + on
         if self.returncode < 0:
             try:
                 name = signal.Signals(-self.returncode).name
             except ValueError:
                 name = str(-self.returncode)
-            return f"was killed by signal {name}"
-        return f"failed with exit code {self.returncode}"
+            return f"was killed by signal {name}{on}"
+        return f"failed with exit code {self.returncode}{on}"
 
 
 # retry(job, result) -> True to run the job again. result.attempt counts the
@@ -73,6 +75,15 @@ RetryHook = Callable[[Job, JobResult], bool]
 
 def never_retry(job: Job, result: JobResult) -> bool:
     return False
+
+
+# Hooks for engines that move files themselves (see Runner): stdin(job) names
+# a file to give the attempt as standard input (None: /dev/null), and
+# collect(result) sees every attempt as it ends, before its outputs are
+# checked, to unpack what came back on stdout, say where it ran (.where) or
+# turn a transport failure into a .problem.
+StdinHook = Callable[[Job], "str | None"]
+CollectHook = Callable[[JobResult], None]
 
 
 def output_problem(path: str) -> str:
@@ -138,6 +149,26 @@ class Slots:
         return plural(self.limit, "slot")
 
 
+def run_quick(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run a short helper command (a cluster query, a clean-up) with its
+    output captured, killed after timeout seconds (returncode None then).
+    Raises OSError if it cannot be started."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        _signal_group(proc, None)
+        out, err = proc.communicate()
+        code = None
+    except BaseException:
+        _signal_group(proc, None)
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(argv, code, out, err)
+
+
 def exec_program(argv: list[str]) -> None:
     """Replace this process with argv (searched in PATH); raises OSError."""
     os.execvp(argv[0], argv)
@@ -162,7 +193,7 @@ def _raise_open_file_limit(slots: int | None) -> None:
 class _Running:
     """A started job: its process, its pidfd and its captured output."""
 
-    def __init__(self, job: Job, attempt: int, argv: list[str]):
+    def __init__(self, job: Job, attempt: int, argv: list[str], stdin_path: str | None = None):
         self.job = job
         self.attempt = attempt
         self.argv = argv
@@ -170,13 +201,19 @@ class _Running:
         # block on us, and we need no reader thread per job.
         self.out = tempfile.TemporaryFile()
         self.err = tempfile.TemporaryFile()
+        stdin = subprocess.DEVNULL
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
+            if stdin_path:
+                stdin = open(stdin_path, "rb")
+            self.proc = subprocess.Popen(argv, stdin=stdin, stdout=self.out,
                                          stderr=self.err, start_new_session=True)
         except OSError:
             self.out.close()
             self.err.close()
             raise
+        finally:
+            if stdin != subprocess.DEVNULL:
+                stdin.close()  # the child has its own copy
         try:
             self.pidfd = os.pidfd_open(self.proc.pid)
         except (AttributeError, OSError):
@@ -202,13 +239,25 @@ class _Running:
 
 
 class Runner:
+    """Runs jobs as processes; see the module doc.
+
+    An engine that moves files itself also gives the stdin and collect
+    hooks (see StdinHook), and shown(job, argv) for the argv to show in
+    messages instead of the one started (e.g. without an inline program).
+    """
+
     def __init__(self, reporter: Reporter, slots: Slots,
                  command: Callable[[Job], list[str]] = lambda job: job.command,
-                 retry: RetryHook = never_retry):
+                 retry: RetryHook = never_retry, stdin: StdinHook | None = None,
+                 collect: CollectHook | None = None,
+                 shown: Callable[[Job, list[str]], list[str]] | None = None):
         self.reporter = reporter
         self.slots = slots
         self.command = command
         self.retry = retry
+        self.stdin = stdin
+        self.collect = collect
+        self.shown = shown or (lambda job, argv: argv)
         self.failure: JobResult | None = None
         self._signal = 0
 
@@ -257,17 +306,26 @@ class Runner:
         while pending and self.slots.try_grow(len(running)):
             job, attempt = pending.popleft()
             argv = self.command(job)
-            self.reporter.started(job, argv)
+            self.reporter.started(job, self.shown(job, argv))
             try:
-                r = _Running(job, attempt, argv)
+                stdin_path = self.stdin(job) if self.stdin else None
             except OSError as e:
-                self.slots.shrink_to(len(running))
-                self._done(JobResult(job, attempt, problem=(
-                    f"could not be started: {argv[0]}: {e.strerror}")), argv, pending, running)
-                if self.failure:
-                    return
-                continue
-            running[r.proc.pid] = r
+                problem = f"could not be prepared: {e}"
+            else:
+                try:
+                    r = _Running(job, attempt, argv, stdin_path)
+                except OSError as e:
+                    problem = f"could not be started: {argv[0]}: {e.strerror}"
+                else:
+                    running[r.proc.pid] = r
+                    continue
+            self.slots.shrink_to(len(running))
+            result = JobResult(job, attempt, problem=problem)
+            if self.collect:
+                self.collect(result)
+            self._done(result, argv, pending, running)
+            if self.failure:
+                return
 
     def _wait(self, running, wake_fd, want_token: bool) -> None:
         # poll(), not select(): a remote engine may run more jobs than
@@ -293,9 +351,11 @@ class Runner:
             r = running.pop(pid)
             self.slots.shrink_to(len(running))
             result = r.result()
+            if self.collect:
+                self.collect(result)
             if self.failure:
                 continue  # killed after an earlier failure: not news
-            if result.returncode == 0:
+            if result.returncode == 0 and not result.problem:
                 result.problem = check_outputs(r.job)
                 if result.problem:
                     result.problem = f"exited 0 but its {result.problem}"
@@ -311,7 +371,7 @@ class Runner:
             pending.appendleft((result.job, result.attempt + 1))
             return
         self.failure = result
-        self.reporter.failed(result, argv)
+        self.reporter.failed(result, self.shown(result.job, argv))
         for r in running.values():
             r.kill()
 

@@ -1,0 +1,150 @@
+"""The job side of the tar-stream transports (see transfer.py).
+
+Never imported here: transfer.remote_command() sends this file's text to a
+build node or host as `python3 -c <text> MODE ARGS...`, so it must stand
+alone, use only the standard library and run on any Python 3.6 or newer.
+
+  stream BASE LINK
+      stdin is a tar: first .dtlto-control/job.json ({"args", "cwd",
+      "outputs"}, paths relative to the job's root), then the input files.
+      They are unpacked into a fresh directory under BASE/dtlto-LINK, the
+      command runs in its cwd there, and stdout gets a tar of the outputs
+      (only when the command succeeded) followed by .dtlto-control/status.json.
+      The directory is removed whatever happens; BASE/dtlto-LINK too once
+      no other job of the link uses it.
+  shared CWD -- ARGV...
+      Runs ARGV in CWD (a filesystem the local side shares) and prints the
+      status as one line on stdout.
+
+Status: {"exit": N or null, "node": where it ran, "error": "" or why the
+command could not run}. The command's own stdout goes to our stderr, so
+stdout carries nothing but the protocol; a missing status tells the local
+side that the job never finished here (a lost node or connection).
+"""
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+CONTROL = ".dtlto-control/"
+
+
+def node_name():
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
+
+def status(code, error=""):
+    return {"exit": code, "node": node_name(), "error": error}
+
+
+def relative(name):
+    """A member name as a safe relative path, or ValueError."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if name.startswith("/") or ".." in parts or not parts:
+        raise ValueError("unsafe path in the job's tar: " + repr(name))
+    return os.path.join(*parts)
+
+
+def run(args, cwd):
+    """The command's exit code (negative: signal) and an error text."""
+    try:
+        # stdout=2: the command's stdout must not mix with our protocol.
+        return subprocess.call(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=2), ""
+    except OSError as e:
+        return None, "cannot run {}: {}".format(args[0], e.strerror)
+
+
+def unpack(stream, work):
+    spec = None
+    with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8",
+                      errors="surrogateescape") as tar:
+        for member in tar:
+            if spec is None:
+                if member.name != CONTROL + "job.json":
+                    raise ValueError("the job's tar does not start with its description")
+                spec = json.loads(tar.extractfile(member).read().decode("utf-8"))
+                continue
+            if not member.isreg():
+                raise ValueError("not a regular file in the job's tar: " + repr(member.name))
+            path = os.path.join(work, relative(member.name))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with tar.extractfile(member) as src, open(path, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    if spec is None:
+        raise ValueError("empty job tar")
+    return spec
+
+
+def stream(base, link):
+    linkdir = os.path.join(base, "dtlto-" + link)
+    os.makedirs(linkdir, mode=0o700, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="job-", dir=linkdir)
+    try:
+        try:
+            spec = unpack(sys.stdin.buffer, work)
+        except (ValueError, KeyError, tarfile.TarError) as e:
+            sys.stderr.write("dtlto job side: {}\n".format(e))
+            return 3
+        cwd = os.path.join(work, relative(spec["cwd"])) if spec["cwd"] not in ("", ".") else work
+        os.makedirs(cwd, exist_ok=True)
+        outputs = [relative(o) for o in spec["outputs"]]
+        for o in outputs:
+            os.makedirs(os.path.dirname(os.path.join(work, o)), exist_ok=True)
+        code, error = run(spec["args"], cwd)
+        out = tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.PAX_FORMAT,
+                           encoding="utf-8", errors="surrogateescape")
+        if code == 0:
+            for o in outputs:
+                path = os.path.join(work, o)
+                if os.path.isfile(path) and not os.path.islink(path):
+                    out.add(path, arcname=o.replace(os.sep, "/"), recursive=False)
+        data = json.dumps(status(code, error)).encode("utf-8")
+        info = tarfile.TarInfo(CONTROL + "status.json")
+        info.size = len(data)
+        out.addfile(info, io.BytesIO(data))
+        out.close()
+        sys.stdout.flush()
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        try:
+            os.rmdir(linkdir)  # fails while other jobs of the link use it
+        except OSError:
+            pass
+
+
+def shared(cwd, args):
+    try:
+        os.chdir(cwd)
+    except OSError as e:
+        result = status(None, "cannot enter the working directory {}: {}".format(cwd, e.strerror))
+    else:
+        result = status(*run(args, cwd))
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def main(argv):
+    # SIGTERM (a cancelled Slurm step) or SIGHUP (a dropped session) must
+    # still remove the work directory: turn them into SystemExit, which also
+    # makes subprocess.call() kill the command.
+    for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signo, lambda s, f: sys.exit(128 + s))
+    if len(argv) == 3 and argv[0] == "stream":
+        return stream(argv[1], argv[2])
+    if len(argv) >= 4 and argv[0] == "shared" and argv[2] == "--":
+        return shared(argv[1], argv[3:])
+    sys.stderr.write("dtlto job side: bad arguments {!r}\n".format(argv))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
