@@ -64,8 +64,9 @@ def parse_args(argv):
     p.add_argument("--no-warmup", action="store_true",
                    help="skip the untimed first round (it checks outputs and "
                         "warms the page cache)")
-    p.add_argument("--no-trace", action="store_true",
-                   help="skip the --time-trace runs that split our phases")
+    p.add_argument("--trace-runs", type=int, default=3, metavar="N",
+                   help="--time-trace links per mode for the phase split, "
+                        "reported as medians; 0 skips them (default: %(default)s)")
     p.add_argument("--build-only", action="store_true",
                    help="fetch and build the programs, then stop")
     p.add_argument("--report", metavar="JSON",
@@ -84,8 +85,8 @@ def parse_args(argv):
     for key in args.modes:
         if key not in keys:
             p.error(f"unknown mode '{key}' (known: {', '.join(sorted(keys))})")
-    if args.runs < 1 or args.jobs < 1:
-        p.error("--runs and --jobs must be at least 1")
+    if args.runs < 1 or args.jobs < 1 or args.trace_runs < 0:
+        p.error("--runs and --jobs must be at least 1, --trace-runs at least 0")
     args.cache = os.path.abspath(args.cache)
     args.out = os.path.abspath(args.out or os.path.join(args.cache, "results"))
     return args

@@ -192,20 +192,37 @@ class ProgramBench:
                     if mode.warm_cache and rec.get("jobs"):
                         self.fail(mode, f"{rec['jobs']} backend jobs ran although "
                                   "the cache was warm")
-        if not self.args.no_trace:
-            self.result["phases"] = {}
-            for mode in [m for m in active() if m.trace]:
-                path = os.path.join(self.logdir, f"{mode.key}-trace.json")
+        if self.args.trace_runs:
+            self.traces()
+        return self.result
+
+
+    def traces(self):
+        """--time-trace links, modes alternating; per phase the median."""
+        phase_runs, scope_runs = {}, {}
+        for i in range(self.args.trace_runs):
+            for mode in [m for m in self.modes if m.trace and m.key not in self.failed]:
+                path = os.path.join(self.logdir, f"{mode.key}-trace{i}.json")
                 extra = [f"--time-trace={path}"]
                 if mode.distributed:
                     extra.append("--time-trace-granularity=0")
-                rec = self.link(mode, "trace", 0, extra)
+                rec = self.link(mode, "trace", i, extra)
                 if rec:
                     self.check(mode, rec)
-                    self.result["phases"][mode.key] = trace.phases(path)
-                    self.result.setdefault("scopes", {})[mode.key] = \
-                        trace.dtlto_scopes(path)
-        return self.result
+                    phase_runs.setdefault(mode.key, []).append(trace.phases(path))
+                    scope_runs.setdefault(mode.key, []).append(trace.dtlto_scopes(path))
+        self.result["phase_runs"] = phase_runs
+        self.result["phases"] = {k: _medians(v) for k, v in phase_runs.items()}
+        self.result["scopes"] = {
+            k: {name: _medians([r.get(name, {"seconds": 0.0, "count": 0}) for r in v])
+                for name in sorted({n for r in v for n in r})}
+            for k, v in scope_runs.items()}
+
+
+def _medians(dicts):
+    import statistics
+    keys = sorted({k for d in dicts for k in d})
+    return {k: statistics.median(d.get(k, 0.0) for d in dicts) for k in keys}
 
 
 def machine_info():
@@ -253,7 +270,7 @@ def bench(args, builds):
         "command": " ".join(["python3", "bench/run.py"] + sys.argv[1:]),
         "commit": _git_commit(root),
         "machine": machine_info(),
-        "jobs": args.jobs, "runs": args.runs,
+        "jobs": args.jobs, "runs": args.runs, "trace_runs": args.trace_runs,
         "linkers": {"ours": _version([ctx.ours_ld]), "stock": _version([ctx.stock_ld]),
                     "clang": _version([ctx.remote_compiler])},
         "modes": {m.key: m.label for m in modes},

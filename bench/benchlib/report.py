@@ -141,8 +141,10 @@ def markdown(results):
                 f"| {_jobs(runs)} | {eq} | {smoke} |")
     if any(prog.get("phases") for prog in results["programs"].values()):
         lines.append("")
-        lines.append("Phases in seconds, from one `--time-trace` run per mode "
-                     "(traces slow links down; phases are defined in docs/performance.md):")
+        lines.append(f"Phases in seconds, median of {results.get('trace_runs', 1)} "
+                     "`--time-trace` links per mode, separate from the timed runs "
+                     "(traces slow links down; phases are defined in "
+                     "docs/performance.md):")
         lines.append("")
         lines.append("| program | mode | inputs | thin link | shards + manifest "
                      "| distributor | after | in-process backends | final link "
