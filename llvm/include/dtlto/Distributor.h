@@ -19,10 +19,13 @@ namespace dtlto {
 /// name), so that a typo is reported before any work is done.
 llvm::Expected<std::string> findDistributor(llvm::StringRef Distributor);
 
-/// Runs the distributor and waits for it; an error says how it failed.
+/// Runs the distributor in a process group of its own and waits for it, at
+/// most TimeoutSeconds (0: no limit), after which the whole group is stopped.
+/// An error says how it failed.
 llvm::Error runDistributor(llvm::StringRef Program,
                            llvm::ArrayRef<std::string> Args,
-                           llvm::StringRef ManifestPath);
+                           llvm::StringRef ManifestPath,
+                           unsigned TimeoutSeconds);
 
 } // namespace dtlto
 
