@@ -42,9 +42,9 @@ def parse_args(argv):
     p.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="ThinLTO threads in-process, distributor jobs "
                         "otherwise (default: %(default)s)")
-    p.add_argument("--out", default="bench-results", metavar="DIR",
-                   help="where results.json and results.md go "
-                        "(default: %(default)s)")
+    p.add_argument("--out", metavar="DIR",
+                   help="where results.json, results.md, logs and traces go "
+                        "(default: CACHE/results)")
     p.add_argument("--cache", metavar="DIR",
                    default=os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"),
                    help="where sources are downloaded and programs built "
@@ -68,6 +68,9 @@ def parse_args(argv):
                    help="skip the --time-trace runs that split our phases")
     p.add_argument("--build-only", action="store_true",
                    help="fetch and build the programs, then stop")
+    p.add_argument("--report", metavar="JSON",
+                   help="print the Markdown tables of an earlier results.json "
+                        "and stop")
     p.add_argument("--install-deps", action="store_true",
                    help="apt-get install the Debian packages the harness needs "
                         "(as root)")
@@ -84,7 +87,7 @@ def parse_args(argv):
     if args.runs < 1 or args.jobs < 1:
         p.error("--runs and --jobs must be at least 1")
     args.cache = os.path.abspath(args.cache)
-    args.out = os.path.abspath(args.out)
+    args.out = os.path.abspath(args.out or os.path.join(args.cache, "results"))
     return args
 
 
@@ -104,6 +107,12 @@ def tools_of(args):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.report:
+        import json
+        from benchlib.report import markdown
+        with open(args.report) as f:
+            print(markdown(json.load(f)), end="")
+        return 0
     try:
         if args.install_deps:
             install_packages()

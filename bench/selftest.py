@@ -65,6 +65,12 @@ def test_measure(tmp, sample_ms):
     check(r["cpu"] >= 0.4, f"CPU time includes the child's ({r['cpu']:.2f} s)")
     check(r["wall"] >= 0.7, f"wall time covers the whole tree ({r['wall']:.2f} s)")
     check(r["processes"] >= 2, "the sampler saw the child")
+    r = run_link([sys.executable, "-c", TREE], tmp, dict(os.environ),
+                 os.path.join(tmp, "o"), os.path.join(tmp, "e"), sample_ms=sample_ms,
+                 use_ptrace=False)
+    check(r["rss_method"] == "sampled VmHWM"
+          and 120 * MIB <= r["linker_peak_rss"] < 200 * MIB,
+          "without ptrace the linker peak RSS is sampled")
     r = run_link([sys.executable, "-c", "import sys; sys.exit(3)"], tmp,
                  dict(os.environ), os.path.join(tmp, "o"), os.path.join(tmp, "e"))
     check(r["returncode"] == 3, "a failing link's exit code is kept")

@@ -110,11 +110,15 @@ class ProgramBench:
         stdout = os.path.join(self.logdir, tag + ".out")
         stderr = os.path.join(self.logdir, tag + ".err")
         argv = self.argv(mode, extra)
+        # Other work on the machine shows here (the benchmark's own links
+        # raise it too).
+        load = os.getloadavg()[0]
         rec = run_link(argv, self.cwd, self.env(mode), stdout, stderr,
                        sample_ms=self.args.sample_ms)
         with open(stderr, errors="replace") as f:
             err_text = f.read()
-        rec.update({"mode": mode.key, "kind": kind, "index": index})
+        rec.update({"mode": mode.key, "kind": kind, "index": index,
+                    "loadavg_before": load})
         rec.update(_jobs_of(err_text))
         stray = sorted(n for n in set(os.listdir(outdir)) - before
                        if STRAY.search(n) and n != os.path.basename(out))

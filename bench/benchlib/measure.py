@@ -119,10 +119,38 @@ class TreeSampler(threading.Thread):
             self.stop_event.wait(self.interval)
 
 
+_PTRACE_OK = None
+
+
+def ptrace_works():
+    """Whether this process may trace its children (seccomp or a security
+    module can forbid it); checked once on a short process."""
+    global _PTRACE_OK
+    if _PTRACE_OK is None:
+        import subprocess
+
+        def setup():
+            if _libc.ptrace(_PTRACE_TRACEME, 0, None, None) != 0:
+                os._exit(126)
+        try:
+            proc = subprocess.Popen(["true"], preexec_fn=setup)
+            _, status, _ = os.wait4(proc.pid, 0)
+            if os.WIFSTOPPED(status):
+                _ptrace(_PTRACE_CONT, proc.pid, 0)
+                _, status, _ = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            _PTRACE_OK = proc.returncode == 0
+        except OSError:
+            _PTRACE_OK = False
+    return _PTRACE_OK
+
+
 def run_link(argv, cwd, env, stdout_path, stderr_path, sample_ms=20.0,
-             use_ptrace=True):
-    """Run one link; return its measurements (see the module docstring)."""
-    traced = use_ptrace
+             use_ptrace=None):
+    """Run one link; return its measurements (see the module docstring).
+
+    use_ptrace: None picks ptrace when the system allows it."""
+    traced = ptrace_works() if use_ptrace is None else use_ptrace
 
     def child_setup():
         if traced and _libc.ptrace(_PTRACE_TRACEME, 0, None, None) != 0:

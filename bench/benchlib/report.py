@@ -42,6 +42,25 @@ def _fmt_ratio(r):
     return f"{r:.2f}x" if r else "-"
 
 
+def _per_job(prog):
+    """(CPU of our DTLTO link - CPU of the in-process link) / jobs, in ms:
+    what running a backend as a separate process costs."""
+    ours, ref = timed_runs(prog, OURS), timed_runs(prog, REFERENCE)
+    a, b = stat(ours, "cpu"), stat(ref, "cpu")
+    jobs = [r["jobs"] for r in ours if r.get("jobs")]
+    if not a or not b or not jobs:
+        return "-"
+    return f"{1000 * (a['median'] - b['median']) / statistics.median(jobs):+.0f} ms"
+
+
+def _engine(prog):
+    ph = prog.get("phases", {})
+    a, b = ph.get(OURS, {}).get("engine"), ph.get(STOCK, {}).get("engine")
+    if a is None or not b:
+        return "-"
+    return f"{1000 * a:.0f} / {1000 * b:.0f} ms ({a / b:.2f}x)"
+
+
 def _jobs(runs):
     vals = sorted({r.get("jobs") for r in runs if r.get("jobs") is not None})
     hits = sorted({r.get("cache_hits") for r in runs if r.get("cache_hits")})
@@ -79,13 +98,15 @@ def markdown(results):
     lines.append("Headline ratios (medians of the same run):")
     lines.append("")
     lines.append("| program | ours / in-process wall | ours / in-process CPU "
-                 "| ours / stock wall | ours / stock CPU |")
-    lines.append("|---|---|---|---|---|")
+                 "| ours / stock wall | ours / stock CPU | extra CPU per job "
+                 "vs in-process | engine own time, ours / stock (trace) |")
+    lines.append("|---|---|---|---|---|---|---|")
     for name, prog in results["programs"].items():
         lines.append(f"| {name} | {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'wall'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'cpu'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'wall'))} "
-                     f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'cpu'))} |")
+                     f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'cpu'))} "
+                     f"| {_per_job(prog)} | {_engine(prog)} |")
     lines.append("")
     lines.append("Every mode, median [min-max]; RSS in MiB; jobs = backend "
                  "compilations the distributor ran:")
@@ -108,7 +129,7 @@ def markdown(results):
     if any(prog.get("phases") for prog in results["programs"].values()):
         lines.append("")
         lines.append("Phases in seconds, from one `--time-trace` run per mode "
-                     "(traces slow links down; see the phase definitions below):")
+                     "(traces slow links down; phases are defined in docs/performance.md):")
         lines.append("")
         lines.append("| program | mode | inputs | thin link | shards + manifest "
                      "| distributor | after | in-process backends | final link "

@@ -19,6 +19,19 @@ namespace dtlto {
 /// name), so that a typo is reported before any work is done.
 llvm::Expected<std::string> findDistributor(llvm::StringRef Distributor);
 
+/// While alive (from the backend's first job to the end of its work), the
+/// linker's SIGINT, SIGTERM and SIGHUP first stop a running distributor's
+/// process group, then go on to LLVM's handler, which removes the temporary
+/// files and re-raises the signal. Signals the linker was started with
+/// ignored stay ignored. One guard at a time.
+class SignalGuard {
+public:
+  SignalGuard();
+  ~SignalGuard();
+  SignalGuard(const SignalGuard &) = delete;
+  SignalGuard &operator=(const SignalGuard &) = delete;
+};
+
 /// Runs the distributor in a process group of its own and waits for it, at
 /// most TimeoutSeconds (0: no limit), after which the whole group is stopped.
 /// An error says how it failed.

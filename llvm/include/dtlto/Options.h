@@ -11,6 +11,7 @@
 #ifndef DTLTO_OPTIONS_H
 #define DTLTO_OPTIONS_H
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 namespace dtlto {
@@ -27,6 +28,10 @@ llvm::Expected<bool> localFallback();
 /// Seconds the distributor may run before it is stopped; 0 means no limit
 /// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).
 llvm::Expected<unsigned> distributorTimeout();
+
+/// Whether an -mllvm argument is one of ours. They change how jobs run, never
+/// what they produce, so they stay out of ThinLTO cache keys.
+bool isEngineOption(llvm::StringRef MllvmArg);
 
 } // namespace dtlto
 

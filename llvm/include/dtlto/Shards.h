@@ -20,7 +20,9 @@ struct ShardRequest {
   llvm::StringRef ModuleID;
   llvm::StringRef ShardPath;
   /// --thinlto-emit-index-files / --thinlto-emit-imports-files: also write
-  /// <module>.thinlto.bc and <module>.imports, as in-process ThinLTO does.
+  /// <EmitName>.thinlto.bc and <EmitName>.imports, as in-process ThinLTO
+  /// does. EmitName is the module's name before input preparation.
+  std::string EmitName;
   bool EmitIndexFile = false;
   bool EmitImportsFile = false;
 };

@@ -37,6 +37,20 @@ std::string serializedInputPath(llvm::StringRef LinkerOutputFile,
 std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
                                   llvm::StringRef MemberName);
 
+/// LLVM 22's index writer garbles non-ASCII bytes in module paths, so a
+/// remote job could not load a module whose path has any: such inputs get an
+/// ASCII-named temporary copy, like archive members.
+bool isSafeModulePath(llvm::StringRef Path);
+
+/// The name an input had before input preparation gave it a temporary file
+/// (e.g. "lib.a(m.o at 140)"), for what users see: diagnostics, and the
+/// files of --thinlto-emit-index-files / --thinlto-emit-imports-files.
+/// Input preparation (lto::DTLTO) and the backend are separate objects that
+/// LLD's interfaces do not connect, hence this process-wide table.
+void recordOriginalName(llvm::StringRef ModuleID, llvm::StringRef Original);
+std::string originalName(llvm::StringRef ModuleID);
+void forgetOriginalNames();
+
 /// A set of temporary files that must not outlive the link: they are removed
 /// when the set is destroyed, and by LLVM's signal handler if the linker is
 /// interrupted (SIGINT, SIGTERM, ...). With Keep (--save-temps) nothing is

@@ -6,7 +6,9 @@
 //   - members of regular archives: written to a temporary file of their own;
 //   - bitcode inside FatLTO objects: written to a temporary file of its own;
 //   - members of thin archives: they are files already; the module ID becomes
-//     the member's own path.
+//     the member's own path;
+//   - inputs whose path is not ASCII: LLVM 22's index writer garbles such
+//     module paths, so they get an ASCII-named temporary copy.
 // Only the inputs the link actually uses reach addInput() (LLD adds archive
 // members lazily), and only ThinLTO modules are written out: regular LTO
 // modules are compiled in the linker.
@@ -36,8 +38,11 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
   if (LinkerOutputDir.empty())
     LinkerOutputDir = Saver.save(dtlto::tempDir(LinkerOutputFile));
 
+  BitcodeModule &BM = Input->getPrimaryBitcodeModule();
+  StringRef OldID = BM.getModuleIdentifier();
   StringRef Archive = Input->getArchivePath();
-  if (Archive.empty() && !Input->isFatLTOObject())
+  if (Archive.empty() && !Input->isFatLTOObject() &&
+      dtlto::isSafeModulePath(OldID))
     return Input;
 
   std::string NewID;
@@ -48,7 +53,7 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
     if (*Thin)
       NewID = dtlto::thinArchiveMemberPath(Archive, Input->getMemberName());
   }
-  if (NewID.empty()) {
+  if (NewID.empty() || !dtlto::isSafeModulePath(NewID)) {
     StringRef Name = Input->getMemberName();
     if (Name.empty())
       Name = Input->getName();
@@ -56,7 +61,8 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
                                        InputFiles.size());
     Input->setSerializeForDistribution(true);
   }
-  Input->getPrimaryBitcodeModule().setModuleIdentifier(Saver.save(NewID));
+  dtlto::recordOriginalName(NewID, OldID);
+  BM.setModuleIdentifier(Saver.save(NewID));
   return Input;
 }
 
@@ -84,7 +90,9 @@ static std::string describe(const InputFile &Input) {
   if (!Input.getArchivePath().empty())
     return "archive member '" + Input.getArchivePath().str() + "(" +
            Input.getMemberName().str() + ")'";
-  return "FatLTO bitcode of '" + Input.getName().str() + "'";
+  if (Input.isFatLTOObject())
+    return "FatLTO bitcode of '" + Input.getName().str() + "'";
+  return "ASCII-named copy of '" + Input.getName().str() + "'";
 }
 
 Error DTLTO::serializeInputsForDistribution() {
@@ -127,4 +135,5 @@ void DTLTO::cleanup() {
       dtlto::removeTempFile(
           Input->getPrimaryBitcodeModule().getModuleIdentifier(), SaveTemps);
   InputFiles.clear();
+  dtlto::forgetOriginalNames();
 }

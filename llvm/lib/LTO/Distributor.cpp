@@ -19,11 +19,13 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include <algorithm>
+#include "llvm/Support/Signals.h"
 #include <atomic>
 #include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -76,6 +78,20 @@ static struct sigaction SavedActions[std::size(StopSignals)];
 // The process group of the running distributor (its pid), 0 when none runs.
 static std::atomic<pid_t> RunningGroup{0};
 
+// Which stop signals the linker was started with ignored (nohup, a
+// background job of a non-interactive shell). Read before main(), before
+// LLVM installs its handlers over them.
+static bool InitiallyIgnored[std::size(StopSignals)];
+static const bool DispositionsRead = [] {
+  for (size_t I = 0; I < std::size(StopSignals); ++I) {
+    struct sigaction Current;
+    if (sigaction(StopSignals[I], nullptr, &Current) == 0)
+      InitiallyIgnored[I] = !(Current.sa_flags & SA_SIGINFO) &&
+                            Current.sa_handler == SIG_IGN;
+  }
+  return true;
+}();
+
 static void sleepMilliseconds(long Ms) {
   struct timespec T = {Ms / 1000, (Ms % 1000) * 1000000};
   while (nanosleep(&T, &T) != 0 && errno == EINTR) {
@@ -117,25 +133,34 @@ static void onStopSignal(int Sig, siginfo_t *Info, void *Context) {
   raise(Sig);
 }
 
-namespace {
-/// Installs onStopSignal for as long as a distributor runs.
-struct StopSignalScope {
-  StopSignalScope() {
-    struct sigaction Action;
-    std::memset(&Action, 0, sizeof(Action));
-    Action.sa_sigaction = onStopSignal;
-    Action.sa_flags = SA_SIGINFO;
-    sigemptyset(&Action.sa_mask);
-    for (size_t I = 0; I < std::size(StopSignals); ++I)
-      sigaction(StopSignals[I], &Action, &SavedActions[I]);
-  }
-  ~StopSignalScope() {
-    RunningGroup.store(0);
-    for (size_t I = 0; I < std::size(StopSignals); ++I)
-      sigaction(StopSignals[I], &SavedActions[I], nullptr);
-  }
-};
-} // namespace
+SignalGuard::SignalGuard() {
+  (void)DispositionsRead;
+  // Have LLVM install its handlers now (registering a file does), so that
+  // ours go on top of them and hand signals on to them, and LLVM cannot
+  // later install its own over ours.
+  sys::RemoveFileOnSignal("");
+  sys::DontRemoveFileOnSignal("");
+
+  struct sigaction Stop, Ignore;
+  std::memset(&Stop, 0, sizeof(Stop));
+  Stop.sa_sigaction = onStopSignal;
+  Stop.sa_flags = SA_SIGINFO;
+  sigemptyset(&Stop.sa_mask);
+  std::memset(&Ignore, 0, sizeof(Ignore));
+  Ignore.sa_handler = SIG_IGN;
+  sigemptyset(&Ignore.sa_mask);
+  // A signal the user had ignored stays ignored: LLVM's handler would
+  // otherwise remove the temporary files and let the link go on without them.
+  for (size_t I = 0; I < std::size(StopSignals); ++I)
+    sigaction(StopSignals[I], InitiallyIgnored[I] ? &Ignore : &Stop,
+              &SavedActions[I]);
+}
+
+SignalGuard::~SignalGuard() {
+  RunningGroup.store(0);
+  for (size_t I = 0; I < std::size(StopSignals); ++I)
+    sigaction(StopSignals[I], &SavedActions[I], nullptr);
+}
 
 //===----------------------------------------------------------------------===//
 // Running it.
@@ -177,21 +202,31 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
     CArgv.push_back(A.data());
   CArgv.push_back(nullptr);
 
+  // Stop signals wait until RunningGroup names the new process group; the
+  // distributor itself starts with none blocked.
+  sigset_t StopSet, OldMask, NoSignals;
+  sigemptyset(&StopSet);
+  sigemptyset(&NoSignals);
+  for (int Sig : StopSignals)
+    sigaddset(&StopSet, Sig);
   posix_spawnattr_t Attr;
   posix_spawnattr_init(&Attr);
-  posix_spawnattr_setflags(&Attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&Attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&Attr, 0);
+  posix_spawnattr_setsigmask(&Attr, &NoSignals);
 
-  StopSignalScope Signals;
+  pthread_sigmask(SIG_BLOCK, &StopSet, &OldMask);
   pid_t Pid = 0;
   int SpawnErr = posix_spawn(&Pid, ProgramStr.c_str(), nullptr, &Attr,
                              CArgv.data(), environ);
   posix_spawnattr_destroy(&Attr);
+  if (!SpawnErr)
+    RunningGroup.store(Pid);
+  pthread_sigmask(SIG_SETMASK, &OldMask, nullptr);
   if (SpawnErr)
     return createStringError(std::error_code(SpawnErr, std::generic_category()),
                              "cannot run the DTLTO distributor '" + Program +
                                  "': " + std::strerror(SpawnErr));
-  RunningGroup.store(Pid);
 
   int Status = 0;
   pid_t R = waitForExit(Pid, Status, TimeoutSeconds);

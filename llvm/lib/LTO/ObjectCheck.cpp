@@ -17,6 +17,11 @@ requiredSymbols(const ModuleSummaryIndex &CombinedIndex,
     if (!Summary->isLive() ||
         Summary->linkage() != GlobalValue::ExternalLinkage)
       continue;
+    // Other modules get their own copies of a variable they only read or
+    // only write; the defining module then internalizes and may drop it.
+    if (auto *Var = dyn_cast<GlobalVarSummary>(Summary))
+      if (CombinedIndex.isReadOnly(Var) || CombinedIndex.isWriteOnly(Var))
+        continue;
     // Promoted locals have external linkage by now, but are known by their
     // GUID only: the index keeps their source name, which is not the name of
     // the promoted symbol. A name hashes to its GUID only for real globals.
@@ -50,9 +55,9 @@ Error checkObject(MemoryBufferRef Object, const Triple &TT,
                        (TT.isOSBinFormatMachO() && Obj.isMachO()) ||
                        (TT.isOSBinFormatWasm() && Obj.isWasm());
   if (!FormatMatches || ObjTT.getArch() != TT.getArch())
-    return objectError(Object, "is a " + Obj.getFileFormatName() +
-                                   " object, but the link targets " +
-                                   TT.str());
+    return objectError(Object, "is an object of format " +
+                                   Obj.getFileFormatName() +
+                                   ", but the link targets " + TT.str());
 
   if (Required.empty())
     return Error::success();

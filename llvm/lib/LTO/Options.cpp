@@ -68,3 +68,7 @@ Expected<unsigned> dtlto::distributorTimeout() {
     return badEnv("DTLTO_DISTRIBUTOR_TIMEOUT", *V, "a number of seconds");
   return Seconds;
 }
+
+bool dtlto::isEngineOption(StringRef MllvmArg) {
+  return MllvmArg.ltrim('-').starts_with("dtlto-");
+}

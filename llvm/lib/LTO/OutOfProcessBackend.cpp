@@ -35,10 +35,12 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
 #include <optional>
+#include <unistd.h>
 
 using namespace llvm;
 using namespace llvm::lto;
@@ -125,6 +127,8 @@ public:
   Error wait() override;
 
 private:
+  Error runJobs();
+  Error failLink(Error E);
   Error checkSettings();
   Error prepareJob(JobState &State,
                    const FunctionImporter::ExportSetTy &ExportList,
@@ -157,6 +161,7 @@ private:
   std::optional<std::string> DistributorPath;
   bool LocalFallback = true;
   unsigned TimeoutSeconds = 0;
+  std::optional<SignalGuard> Signals;
   CommonPart Common;
   std::string CompileID;
   Clock::time_point StartTime;
@@ -182,7 +187,8 @@ Error OutOfProcessBackend::firstError() {
   if (!FailedJobs)
     return std::move(*Err);
   return makeError(toString(std::move(*Err)) + " (and " + Twine(FailedJobs) +
-                   " more DTLTO jobs failed)");
+                   " more DTLTO job" + (FailedJobs == 1 ? "" : "s") +
+                   " failed)");
 }
 
 void OutOfProcessBackend::noteWarning(std::string Msg) {
@@ -208,6 +214,7 @@ Error OutOfProcessBackend::checkSettings() {
   if (!Path)
     return Path.takeError();
   DistributorPath = *Path;
+  Signals.emplace();
   if (S.RemoteCompiler.empty())
     return makeError(
         "DTLTO needs a remote compiler: pass --thinlto-remote-compiler=<clang> "
@@ -225,8 +232,15 @@ Error OutOfProcessBackend::checkSettings() {
   TimeoutSeconds = *Timeout;
   Common = makeCommonPart(Conf, TT, S.LinkerOutputFile, S.RemoteCompiler,
                           S.RemoteCompilerPrependArgs, S.RemoteCompilerArgs);
-  if (Cache.isValid())
+  if (Cache.isValid()) {
     CompileID = remoteCompileID(Common.Args, Common.Inputs);
+    // Cache keys hash the -mllvm options. Ours change how jobs run, not what
+    // they produce: drop them, so that e.g. -dtlto-verbose does not miss the
+    // cache. LTO owns the Config it lends us as const (and nothing after the
+    // thin link reads these options but the keys); Config cannot be copied.
+    erase_if(const_cast<std::vector<std::string> &>(Conf.MllvmArgs),
+             isEngineOption);
+  }
   return Error::success();
 }
 
@@ -238,7 +252,7 @@ Error OutOfProcessBackend::start(
     MapVector<StringRef, BitcodeModule> &ModuleMap) {
   if (!DistributorPath)
     if (Error E = checkSettings())
-      return E;
+      return failLink(std::move(E));
   if (Task < TaskOffset || Task - TaskOffset >= Jobs.size())
     return makeError("DTLTO: unexpected ThinLTO task " + Twine(Task));
   this->ModuleMap = &ModuleMap;
@@ -263,7 +277,7 @@ Error OutOfProcessBackend::start(
       recordError(std::move(E));
   });
   if (OnWrite)
-    OnWrite(State.J.ModuleID);
+    OnWrite(originalName(State.J.ModuleID));
   return Error::success();
 }
 
@@ -323,6 +337,7 @@ Error OutOfProcessBackend::prepareJob(
   ShardRequest Req;
   Req.ModuleID = J.ModuleID;
   Req.ShardPath = J.ShardPath;
+  Req.EmitName = originalName(J.ModuleID);
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
@@ -364,7 +379,8 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
   const Job &J = State.J;
   bool ToCache = static_cast<bool>(State.CacheStream);
   Expected<std::unique_ptr<CachedFileStream>> Stream =
-      (ToCache ? State.CacheStream : AddStream)(J.Task, J.ModuleID);
+      (ToCache ? State.CacheStream : AddStream)(J.Task,
+                                                originalName(J.ModuleID));
   if (!Stream)
     return Stream.takeError();
   if (ToCache)
@@ -383,12 +399,41 @@ Error OutOfProcessBackend::compileInLinker(JobState &State) {
       State.Module->parseModule(Context);
   if (!M)
     return M.takeError();
-  return thinBackend(Conf, State.J.Task, AddStream, **M, CombinedIndex,
+  // LLD names the object after the module, as for a distributed one.
+  std::string Name = originalName(State.J.ModuleID);
+  AddStreamFn AddNamed = [&](unsigned Task, const Twine &) {
+    return AddStream(Task, Name);
+  };
+  return thinBackend(Conf, State.J.Task, AddNamed, **M, CombinedIndex,
                      *State.ImportList, *State.DefinedGlobals, ModuleMap,
                      Conf.CodeGenOnly);
 }
 
 Error OutOfProcessBackend::wait() {
+  Error E = runJobs();
+  Signals.reset();
+  if (E)
+    return failLink(std::move(E));
+  return Error::success();
+}
+
+// LLD's ELF driver stops when LTO fails; its COFF driver links on and adds
+// errors that only follow from the first (an undefined entry point, with no
+// object back). For COFF, report the error as LLD would and end the link
+// here, removing every temporary file (and LLD's own) first.
+Error OutOfProcessBackend::failLink(Error E) {
+  if (!TT.isOSBinFormatCOFF() || !Conf.DiagHandler)
+    return E;
+  std::string Msg = toString(std::move(E));
+  Conf.DiagHandler(DiagnosticInfoGeneric(Msg, DS_Error));
+  Temps.removeAll();
+  sys::RunInterruptHandlers();
+  outs().flush();
+  errs().flush();
+  _exit(1);
+}
+
+Error OutOfProcessBackend::runJobs() {
   {
     TimeTraceScope Scope("DTLTO write index shards");
     BackendThreadPool.wait();

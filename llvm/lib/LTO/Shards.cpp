@@ -1,7 +1,9 @@
 //===- Shards.cpp - Per-module summary index shards -----------------------===//
 
 #include "dtlto/Shards.h"
+#include "dtlto/TempFiles.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -44,19 +46,29 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   if (Error E = writeFile(Req.ShardPath, Bitcode, "DTLTO index shard"))
     return std::move(E);
   if (Req.EmitIndexFile)
-    if (Error E = writeFile((Req.ModuleID + ".thinlto.bc").str(), Bitcode,
+    if (Error E = writeFile(Req.EmitName + ".thinlto.bc", Bitcode,
                             "ThinLTO index file"))
-      return std::move(E);
-  if (Req.EmitImportsFile)
-    if (Error E = EmitImportsFiles(Req.ModuleID,
-                                   (Req.ModuleID + ".imports").str(),
-                                   ModuleToSummaries))
       return std::move(E);
 
   std::vector<std::string> ImportedFrom;
   for (const auto &[Module, Summaries] : ModuleToSummaries)
     if (Module != Req.ModuleID)
       ImportedFrom.push_back(Module);
+
+  // The modules imported from, one per line, by the names the user knows,
+  // sorted as in-process ThinLTO sorts them.
+  if (Req.EmitImportsFile) {
+    std::vector<std::string> Names;
+    for (const std::string &M : ImportedFrom)
+      Names.push_back(originalName(M));
+    llvm::sort(Names);
+    std::string Imports;
+    for (const std::string &Name : Names)
+      Imports += Name + "\n";
+    if (Error E = writeFile(Req.EmitName + ".imports", Imports,
+                            "ThinLTO imports file"))
+      return std::move(E);
+  }
   return ImportedFrom;
 }
 

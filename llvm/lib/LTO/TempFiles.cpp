@@ -2,7 +2,10 @@
 
 #include "dtlto/TempFiles.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -51,11 +54,43 @@ std::string shardPath(StringRef ObjectPath) {
   return (ObjectPath + ".thinlto.bc").str();
 }
 
+bool isSafeModulePath(StringRef Path) {
+  return llvm::all_of(Path, [](char C) { return isASCII(C); });
+}
+
 std::string serializedInputPath(StringRef LinkerOutputFile,
                                 StringRef MemberName, unsigned Seq) {
-  return inTempDir(LinkerOutputFile, sys::path::stem(MemberName) + "." +
-                                         Twine(Seq) + "." + pidString() +
-                                         ".o");
+  std::string Stem(sys::path::stem(MemberName));
+  for (char &C : Stem)
+    if (!isASCII(C))
+      C = '_';
+  // The output directory, unless its own path is not ASCII: then the
+  // linker's working directory, named by a relative (ASCII) path.
+  std::string Dir = tempDir(LinkerOutputFile);
+  if (!isSafeModulePath(Dir))
+    Dir.clear();
+  SmallString<256> Path(Dir);
+  sys::path::append(Path, Stem + "." + Twine(Seq) + "." + pidString() + ".o");
+  return std::string(Path);
+}
+
+static std::mutex OriginalNamesMu;
+static StringMap<std::string> OriginalNames;
+
+void recordOriginalName(StringRef ModuleID, StringRef Original) {
+  std::lock_guard<std::mutex> Lock(OriginalNamesMu);
+  OriginalNames[ModuleID] = std::string(Original);
+}
+
+std::string originalName(StringRef ModuleID) {
+  std::lock_guard<std::mutex> Lock(OriginalNamesMu);
+  auto It = OriginalNames.find(ModuleID);
+  return It == OriginalNames.end() ? std::string(ModuleID) : It->second;
+}
+
+void forgetOriginalNames() {
+  std::lock_guard<std::mutex> Lock(OriginalNamesMu);
+  OriginalNames.clear();
 }
 
 std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {

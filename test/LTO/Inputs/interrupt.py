@@ -8,37 +8,19 @@ SIGHUP at their default actions (lit's workers ignore SIGINT, and ignored
 signals are inherited), except those named by --ignore (as `nohup` ignores
 SIGHUP). Waits until PATH exists (it holds the pids of the processes the
 command started, space-separated), sends the signal to COMMAND's process
-only (as `kill` would), touches FILE if given, and waits for COMMAND to end. Prints COMMAND's stderr,
-then "status: signal SIG<NAME>" or "status: exit <code>", then one line
-"pid <i>: gone|alive" per pid in the marker, after giving them a few seconds
-to go. Every wait is bounded (--timeout): a hang is reported, never waited
-out.
+only (as `kill` would), touches FILE if given, and waits for COMMAND to
+end. Prints COMMAND's stderr, then "status: signal SIG<NAME>" or
+"status: exit <code>", then one line "pid <i>: gone|alive" per pid in the
+marker (procs.py). Every wait is bounded (--timeout): a hang is reported,
+never waited out.
 """
 import argparse
 import os
 import signal
 import subprocess
 import sys
-import time
 
-
-def wait_for(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def gone(pid):
-    # A killed process whose parent has gone stays a zombie until the
-    # container's init reaps it, if ever: a zombie counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError):
-        return True
+from procs import report, wait_for
 
 
 def main():
@@ -83,11 +65,8 @@ def main():
         print(f"status: signal {signal.Signals(-proc.returncode).name}")
     else:
         print(f"status: exit {proc.returncode}")
-    with open(args.marker, encoding="ascii") as f:
-        pids = [int(p) for p in f.read().split()]
-    for i, pid in enumerate(pids):
-        state = "gone" if wait_for(lambda: gone(pid), 10) else "alive"
-        print(f"pid {i}: {state}")
+    sys.stdout.flush()
+    report(args.marker)
 
 
 if __name__ == "__main__":

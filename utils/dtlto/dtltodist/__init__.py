@@ -6,6 +6,10 @@
   jobserver GNU make jobserver client
   report    progress, errors, summary line and exit codes
   cli       the options every distributor shares, and the main flow
+  batch     the main flow of engines that run every job in one process
+            (SN-DBS, Incredibuild)
+  cmdline   argv as one command-line string (Windows rules) for engines
+            that take a string
 
 docs/local-distributor.md describes the API for writers of new distributors.
 """

@@ -16,9 +16,24 @@ class UnsafePathError(Exception):
     """A path that would leave its root or follow a link. str() is one line."""
 
 
-def absolute(path: str, cwd: str | None = None) -> str:
-    """path made absolute against cwd (default: ours) and normalized lexically."""
-    return os.path.normpath(os.path.join(cwd or os.getcwd(), path))
+def absolute(path: str, cwd: str | None = None, pathmod=os.path) -> str:
+    """path made absolute against cwd (default: ours) and normalized lexically.
+
+    pathmod is the path flavour (ntpath for a Windows cwd such as C:\\b, when
+    a script for a Windows engine is made or tested elsewhere).
+    """
+    return pathmod.normpath(pathmod.join(cwd or os.getcwd(), path))
+
+
+def total_size(paths, cwd: str | None = None) -> int:
+    """Bytes in the distinct files of paths (missing ones count 0): for summaries."""
+    total = 0
+    for p in {absolute(p, cwd) for p in paths}:
+        try:
+            total += os.stat(p).st_size
+        except OSError:
+            pass
+    return total
 
 
 def common_root(paths, cwd: str | None = None) -> str:

@@ -23,6 +23,16 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+def size_text(nbytes: int) -> str:
+    """'512 B', '3.4 KiB', '12.0 MiB', '1.5 GiB'."""
+    if nbytes < 1024:
+        return f"{nbytes} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        nbytes /= 1024
+        if nbytes < 1024 or unit == "GiB":
+            return f"{nbytes:.1f} {unit}"
+
+
 class Reporter:
     def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
                  stream=None):

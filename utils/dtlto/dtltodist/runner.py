@@ -7,15 +7,20 @@ job gets its own session (process group), so killing it also kills what it
 started (clang's cc1, a wrapper's children). A retry hook lets remote
 engines retry transient failures with the same loop; the default never
 retries, since a compiler error stays an error.
+
+supervise() runs one engine process that runs every job itself (SN-DBS's
+dbsbuild, Incredibuild's ib_console). It is the one part of this module
+that also works on Windows, where those engines live; importing the module
+works there too.
 """
 
 import os
-import resource
 import select
 import signal
 import stat
 import subprocess
 import tempfile
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable
@@ -24,9 +29,15 @@ from .jobserver import JobServer
 from .manifest import Job
 from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
 
+try:
+    import resource
+except ImportError:  # Windows: no rlimits to raise
+    resource = None
+
 # Signals that end a run: the jobs are in their own sessions, so a terminal's
 # Ctrl-C does not reach them and we must kill them ourselves.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))  # Windows has no SIGHUP
 
 
 @dataclass
@@ -136,7 +147,7 @@ def _raise_open_file_limit(slots: int | None) -> None:
     # Each running job costs three descriptors (pidfd, stdout and stderr
     # files); a wide remote run may need more than the usual soft limit of
     # 1024. Raise it only as far as needed: children inherit it.
-    if slots is None:
+    if slots is None or resource is None:
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 3 * slots + 64
@@ -320,3 +331,94 @@ class Runner:
             rep.error(f"job {job.index} ({job.module}): {problem}")
         rep.summary(self.slots.describe(), failed=len(missing))
         return EXIT_JOB_FAILED if missing else EXIT_OK
+
+
+@dataclass
+class Supervised:
+    """How an engine process started by supervise() ended."""
+    returncode: int  # negative: killed by that signal
+    stopped_by: int = 0  # the stop signal we received and passed on, 0 if none
+
+
+def supervise(argv: list[str], tick: Callable[[], None] | None = None,
+              interval: float = 1.0, env: dict | None = None,
+              grace: float = 5.0) -> Supervised:
+    """Run one engine process that runs every job itself, and wait for it.
+
+    Unlike Runner's jobs it keeps our stdout and stderr, so the engine's own
+    messages show as they come. On POSIX it gets its own session: a stop
+    signal we receive (SIGINT, SIGTERM, SIGHUP) is passed on to its process
+    group, so the engine can cancel its remote work, and what is left after
+    `grace` seconds (or at a second signal) is killed. Whatever it leaves
+    behind in its group when it exits is killed too: nothing outlives us.
+    On Windows the engine shares our console, so Ctrl-C reaches it directly.
+    tick() is called about every `interval` seconds while it runs (progress).
+    Raises OSError when the process cannot be started. Main thread only.
+    """
+    posix = os.name == "posix"
+    received: list[int] = []
+
+    def on_signal(signo, frame):
+        received.append(signo)
+
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env,
+                            start_new_session=posix)
+    old_handlers = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    passed_on = 0
+    deadline = None
+    next_tick = time.monotonic() + interval
+    try:
+        while not _has_exited(proc):
+            if len(received) > passed_on:
+                # The first signal is passed on; a second one, or the end of
+                # our patience, kills the group.
+                if passed_on == 0:
+                    _signal_group(proc, received[0])
+                    deadline = time.monotonic() + grace
+                else:
+                    _signal_group(proc, None)
+                passed_on = len(received)
+            if deadline is not None and time.monotonic() > deadline:
+                _signal_group(proc, None)
+                deadline = None
+            if tick and not received and time.monotonic() >= next_tick:
+                tick()
+                next_tick = time.monotonic() + interval
+            time.sleep(0.05)
+    finally:
+        # The leader has exited but is not reaped yet, so its group id cannot
+        # have been reused: kill what it left behind, then reap it. On the way
+        # out through an exception, the same kill stops it.
+        _signal_group(proc, None)
+        proc.wait()
+        for s, handler in old_handlers.items():
+            signal.signal(s, handler)
+    return Supervised(proc.returncode, received[0] if received else 0)
+
+
+def _has_exited(proc: subprocess.Popen) -> bool:
+    """Has proc exited? On POSIX without reaping it (see supervise)."""
+    if proc.returncode is not None:
+        return True
+    if hasattr(os, "waitid"):
+        try:
+            return os.waitid(os.P_PID, proc.pid,
+                             os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+    return proc.poll() is not None
+
+
+def _signal_group(proc: subprocess.Popen, signo: int | None) -> None:
+    """Send signo (None: kill) to proc's process group.
+
+    On Windows only the kill is done: the engine shares our console, so the
+    Ctrl-C that stops us has already reached it.
+    """
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL if signo is None else signo)
+        elif signo is None and proc.returncode is None:
+            proc.kill()
+    except OSError:  # already gone
+        pass
