@@ -32,11 +32,13 @@ public:
   SignalGuard &operator=(const SignalGuard &) = delete;
 };
 
-/// Runs the distributor in a process group of its own and waits for it; an
-/// error says how it failed.
+/// Runs the distributor in a process group of its own and waits for it, at
+/// most TimeoutSeconds (0: no limit), after which the whole group is stopped.
+/// An error says how it failed.
 llvm::Error runDistributor(llvm::StringRef Program,
                            llvm::ArrayRef<std::string> Args,
-                           llvm::StringRef ManifestPath);
+                           llvm::StringRef ManifestPath,
+                           unsigned TimeoutSeconds);
 
 } // namespace dtlto
 

@@ -4,17 +4,34 @@
 // of ours come from -mllvm options (so they work with the stock ld.lld-22 and
 // the preload library too, e.g. -Wl,-mllvm,-dtlto-verbose) or from DTLTO_*
 // environment variables (for build systems that cannot change link lines).
+// An -mllvm option given on the link line wins over the environment.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DTLTO_OPTIONS_H
 #define DTLTO_OPTIONS_H
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
 namespace dtlto {
 
 /// Print a one-line summary of each DTLTO link on stderr
 /// (-mllvm -dtlto-verbose, or DTLTO_VERBOSE=1).
 bool verbose();
+
+/// Compile in the linker the jobs the distributor failed to deliver, instead
+/// of failing the link (-mllvm -dtlto-local-fallback=<bool>, or
+/// DTLTO_LOCAL_FALLBACK=0|1; on by default).
+llvm::Expected<bool> localFallback();
+
+/// Seconds the distributor may run before it is stopped; 0 means no limit
+/// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).
+llvm::Expected<unsigned> distributorTimeout();
+
+/// Whether an -mllvm argument is one of ours. They change how jobs run, never
+/// what they produce, so they stay out of ThinLTO cache keys.
+bool isEngineOption(llvm::StringRef MllvmArg);
 
 } // namespace dtlto
 

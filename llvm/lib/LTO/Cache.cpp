@@ -1,11 +1,13 @@
-//===- Cache.cpp - ThinLTO cache keys for DTLTO jobs ----------------------===//
+//===- Cache.cpp - ThinLTO cache keys and entries for DTLTO jobs ----------===//
 
 #include "dtlto/Cache.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
 
@@ -41,6 +43,43 @@ std::string remoteCompileID(ArrayRef<std::string> CommonArgs,
   for (const std::string &Input : CommonInputs)
     appendFileIdentity(OS, Input);
   return ID;
+}
+
+std::string cacheEntryPath(StringRef CacheDir, StringRef Key) {
+  SmallString<256> Path(CacheDir);
+  sys::path::append(Path, "llvmcache-" + Key);
+  return std::string(Path);
+}
+
+// Trailer: magic, then the 32-byte BLAKE3 digest of everything before it.
+static constexpr StringLiteral TrailerMagic = "\n<dtlto-blake3>\n";
+static constexpr size_t TrailerSize = TrailerMagic.size() + 32;
+
+static std::array<uint8_t, 32> digest(StringRef Data) {
+  return BLAKE3::hash<32>(arrayRefFromStringRef(Data));
+}
+
+void writeCacheEntry(raw_ostream &OS, StringRef Object) {
+  std::array<uint8_t, 32> D = digest(Object);
+  OS << Object << TrailerMagic
+     << StringRef(reinterpret_cast<const char *>(D.data()), D.size());
+}
+
+Expected<StringRef> readCacheEntry(StringRef Entry) {
+  auto Damaged = [](const Twine &Why) {
+    return createStringError(inconvertibleErrorCode(), Why);
+  };
+  if (Entry.size() < TrailerSize ||
+      Entry.substr(Entry.size() - TrailerSize, TrailerMagic.size()) !=
+          TrailerMagic)
+    return Damaged("it has no digest trailer (truncated, or not written by "
+                   "dtlto)");
+  StringRef Object = Entry.drop_back(TrailerSize);
+  std::array<uint8_t, 32> D = digest(Object);
+  if (Entry.take_back(32) !=
+      StringRef(reinterpret_cast<const char *>(D.data()), D.size()))
+    return Damaged("its contents do not match its digest");
+  return Object;
 }
 
 } // namespace dtlto

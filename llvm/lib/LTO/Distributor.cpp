@@ -18,8 +18,10 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include <algorithm>
 #include "llvm/Support/Signals.h"
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -164,8 +166,32 @@ SignalGuard::~SignalGuard() {
 // Running it.
 //===----------------------------------------------------------------------===//
 
+// Waits for the distributor; returns its pid once it has exited, 0 when the
+// deadline passed first (TimeoutSeconds == 0: no deadline), -1 on error.
+static pid_t waitForExit(pid_t Pid, int &Status, unsigned TimeoutSeconds) {
+  if (TimeoutSeconds == 0) {
+    pid_t R;
+    do
+      R = waitpid(Pid, &Status, 0);
+    while (R < 0 && errno == EINTR);
+    return R;
+  }
+  auto Deadline = std::chrono::steady_clock::now() +
+                  std::chrono::seconds(TimeoutSeconds);
+  long PollMs = 1;
+  for (;;) {
+    pid_t R = waitpid(Pid, &Status, WNOHANG);
+    if (R != 0 && !(R < 0 && errno == EINTR))
+      return R;
+    if (std::chrono::steady_clock::now() >= Deadline)
+      return 0;
+    sleepMilliseconds(PollMs);
+    PollMs = std::min(PollMs * 2, 50L);
+  }
+}
+
 Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
-                     StringRef ManifestPath) {
+                     StringRef ManifestPath, unsigned TimeoutSeconds) {
   std::string ProgramStr(Program);
   std::vector<std::string> Argv;
   Argv.push_back(ProgramStr);
@@ -203,11 +229,17 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
                                  "': " + std::strerror(SpawnErr));
 
   int Status = 0;
-  pid_t R;
-  do
-    R = waitpid(Pid, &Status, 0);
-  while (R < 0 && errno == EINTR);
+  pid_t R = waitForExit(Pid, Status, TimeoutSeconds);
   RunningGroup.store(0);
+  if (R == 0) {
+    stopGroup(Pid, SIGTERM);
+    return createStringError(
+        std::make_error_code(std::errc::timed_out),
+        "the DTLTO distributor '" + Program + "' did not finish within " +
+            Twine(TimeoutSeconds) +
+            " s (-mllvm -dtlto-distributor-timeout / "
+            "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
+  }
   // The distributor must not leave jobs behind that could still write into
   // the output directory once we have cleaned it.
   kill(-Pid, SIGKILL);
@@ -223,12 +255,10 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
           ? "failed with exit code " + std::to_string(WEXITSTATUS(Status))
           : "was killed by signal " + std::to_string(WTERMSIG(Status)) + " (" +
                 strsignal(WTERMSIG(Status)) + ")";
-  return createStringError(
-      inconvertibleErrorCode(),
-      "the DTLTO distributor '" + Program + "' " + How + " running the jobs of '" +
-          ManifestPath +
-          "'; its own messages above say why. Temporary files were removed: "
-          "link with --save-temps to keep the manifest, shards and objects");
+  return createStringError(inconvertibleErrorCode(),
+                           "the DTLTO distributor '" + Program + "' " + How +
+                               " running the jobs of '" + ManifestPath +
+                               "'; its own messages above say why");
 }
 
 } // namespace dtlto

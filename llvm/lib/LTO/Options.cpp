@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 #include <cstdlib>
+#include <optional>
 
 using namespace llvm;
 
@@ -12,9 +13,62 @@ static cl::opt<bool>
     VerboseOpt("dtlto-verbose",
                cl::desc("Print a summary of each DTLTO link on stderr"));
 
-static bool envFlag(const char *Name) {
+static cl::opt<bool> LocalFallbackOpt(
+    "dtlto-local-fallback", cl::init(true),
+    cl::desc("Compile in the linker the DTLTO jobs whose distributor failed "
+             "or whose object is missing or bad (default: true)"));
+
+static cl::opt<unsigned> TimeoutOpt(
+    "dtlto-distributor-timeout", cl::init(0), cl::value_desc("seconds"),
+    cl::desc("Stop the DTLTO distributor after this many seconds (default: "
+             "0, no limit)"));
+
+static std::optional<StringRef> env(const char *Name) {
   const char *V = std::getenv(Name);
-  return V && *V && StringRef(V) != "0";
+  if (!V || !*V)
+    return std::nullopt;
+  return StringRef(V);
 }
 
-bool dtlto::verbose() { return VerboseOpt || envFlag("DTLTO_VERBOSE"); }
+static Error badEnv(const char *Name, StringRef Value, const char *Expected) {
+  return createStringError(inconvertibleErrorCode(),
+                           Twine("the environment variable ") + Name + "='" +
+                               Value + "' is not " + Expected);
+}
+
+bool dtlto::verbose() {
+  if (VerboseOpt.getNumOccurrences())
+    return VerboseOpt;
+  std::optional<StringRef> V = env("DTLTO_VERBOSE");
+  return V && *V != "0";
+}
+
+Expected<bool> dtlto::localFallback() {
+  if (LocalFallbackOpt.getNumOccurrences())
+    return LocalFallbackOpt;
+  std::optional<StringRef> V = env("DTLTO_LOCAL_FALLBACK");
+  if (!V)
+    return true;
+  std::string L = V->lower();
+  if (L == "1" || L == "on" || L == "true" || L == "yes")
+    return true;
+  if (L == "0" || L == "off" || L == "false" || L == "no")
+    return false;
+  return badEnv("DTLTO_LOCAL_FALLBACK", *V, "0 or 1 (or on/off)");
+}
+
+Expected<unsigned> dtlto::distributorTimeout() {
+  if (TimeoutOpt.getNumOccurrences())
+    return TimeoutOpt;
+  std::optional<StringRef> V = env("DTLTO_DISTRIBUTOR_TIMEOUT");
+  if (!V)
+    return 0;
+  unsigned Seconds;
+  if (V->trim().getAsInteger(10, Seconds))
+    return badEnv("DTLTO_DISTRIBUTOR_TIMEOUT", *V, "a number of seconds");
+  return Seconds;
+}
+
+bool dtlto::isEngineOption(StringRef MllvmArg) {
+  return MllvmArg.ltrim('-').starts_with("dtlto-");
+}

@@ -10,6 +10,10 @@
 //   wait()   write the manifest (largest job first), run the distributor,
 //            check every object it produced, and hand each object to the
 //            link (and to the cache) through the usual AddStream interface.
+//            A job the distributor failed to deliver (or all of them, when
+//            the distributor itself failed) is compiled here instead, by
+//            LLVM's in-process ThinLTO backend from the modules and index
+//            already in memory: a failing farm costs time, not the build.
 //
 // Every temporary file is registered before it is created and removed when
 // the backend is destroyed (or by the signal handler), unless --save-temps.
@@ -27,6 +31,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/LTO/LTO.h"
+#include "llvm/LTO/LTOBackend.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -34,6 +39,7 @@
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
+#include <optional>
 #include <unistd.h>
 
 using namespace llvm;
@@ -66,6 +72,10 @@ static double secondsSince(Clock::time_point Start) {
   return std::chrono::duration<double>(Clock::now() - Start).count();
 }
 
+static Error makeError(const Twine &Msg) {
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
 /// The state of one module's backend compilation.
 struct JobState {
   Job J;
@@ -75,6 +85,12 @@ struct JobState {
   /// both cached and added to the link.
   AddStreamFn CacheStream;
   std::vector<std::string> RequiredSymbols;
+  /// What compiling the job in the linker needs.
+  std::optional<BitcodeModule> Module;
+  const FunctionImporter::ImportMapTy *ImportList = nullptr;
+  const GVSummaryMapTy *DefinedGlobals = nullptr;
+  /// Why the job is compiled in the linker; empty when it is not.
+  std::string FallbackReason;
 };
 
 class OutOfProcessBackend : public ThinBackendProc {
@@ -114,15 +130,20 @@ private:
   Error runJobs();
   Error failLink(Error E);
   Error checkSettings();
-  Error prepareJob(JobState &State, BitcodeModule BM,
-                   const FunctionImporter::ImportMapTy &ImportList,
+  Error prepareJob(JobState &State,
                    const FunctionImporter::ExportSetTy &ExportList,
                    const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes>
-                       &ResolvedODR,
-                   const MapVector<StringRef, BitcodeModule> &ModuleMap);
-  Error addObject(JobState &State);
+                       &ResolvedODR);
+  bool lookUpCache(JobState &State, StringRef Key);
+  Expected<std::unique_ptr<MemoryBuffer>> loadObject(const JobState &State);
+  Error addObject(JobState &State, StringRef Object);
+  Error compileInLinker(JobState &State);
   void recordError(Error E);
-  void printSummary(size_t Distributed, double DistributorSeconds);
+  void noteWarning(std::string Msg);
+  void emitWarnings();
+  Error firstError();
+  void printSummary(size_t Distributed, size_t FellBack,
+                    double DistributorSeconds);
 
   const Settings S;
   AddStreamFn AddStream;
@@ -133,15 +154,20 @@ private:
   unsigned TaskOffset = 0;
   Triple TT;
   std::vector<JobState> Jobs;
+  MapVector<StringRef, BitcodeModule> *ModuleMap = nullptr;
 
-  // Resolved on the first start(): a bad distributor is reported before any
+  // Resolved on the first start(): a bad setting is reported before any
   // shard is written.
   std::optional<std::string> DistributorPath;
+  bool LocalFallback = true;
+  unsigned TimeoutSeconds = 0;
   std::optional<SignalGuard> Signals;
   CommonPart Common;
   std::string CompileID;
   Clock::time_point StartTime;
-  unsigned FailedJobs = 0;
+
+  unsigned FailedJobs = 0;     // errors after the first; guarded by ErrMu
+  std::vector<std::string> Warnings; // from pool threads; guarded by ErrMu
 };
 
 } // namespace
@@ -156,6 +182,32 @@ void OutOfProcessBackend::recordError(Error E) {
   consumeError(std::move(E));
 }
 
+// One error line for the link, however many jobs failed.
+Error OutOfProcessBackend::firstError() {
+  if (!FailedJobs)
+    return std::move(*Err);
+  return makeError(toString(std::move(*Err)) + " (and " + Twine(FailedJobs) +
+                   " more DTLTO job" + (FailedJobs == 1 ? "" : "s") +
+                   " failed)");
+}
+
+void OutOfProcessBackend::noteWarning(std::string Msg) {
+  std::lock_guard<std::mutex> Lock(ErrMu);
+  Warnings.push_back(std::move(Msg));
+}
+
+// Warnings go through the linker's diagnostic handler ("ld.lld: warning:",
+// and --fatal-warnings applies), always from the main thread.
+void OutOfProcessBackend::emitWarnings() {
+  for (const std::string &Msg : Warnings) {
+    if (Conf.DiagHandler)
+      Conf.DiagHandler(DiagnosticInfoGeneric(Msg, DS_Warning));
+    else
+      errs() << "warning: " << Msg << "\n";
+  }
+  Warnings.clear();
+}
+
 Error OutOfProcessBackend::checkSettings() {
   StartTime = Clock::now();
   Expected<std::string> Path = findDistributor(S.Distributor);
@@ -164,18 +216,31 @@ Error OutOfProcessBackend::checkSettings() {
   DistributorPath = *Path;
   Signals.emplace();
   if (S.RemoteCompiler.empty())
-    return createStringError(
-        inconvertibleErrorCode(),
+    return makeError(
         "DTLTO needs a remote compiler: pass --thinlto-remote-compiler=<clang> "
         "(/thinlto-remote-compiler: for lld-link), or link through clang with "
         "-fthinlto-distributor=, which passes itself");
   if (TT.str().empty())
-    return createStringError(inconvertibleErrorCode(),
-                             "DTLTO cannot tell the target triple of the link");
+    return makeError("DTLTO cannot tell the target triple of the link");
+  Expected<bool> Fallback = localFallback();
+  if (!Fallback)
+    return Fallback.takeError();
+  LocalFallback = *Fallback;
+  Expected<unsigned> Timeout = distributorTimeout();
+  if (!Timeout)
+    return Timeout.takeError();
+  TimeoutSeconds = *Timeout;
   Common = makeCommonPart(Conf, TT, S.LinkerOutputFile, S.RemoteCompiler,
                           S.RemoteCompilerPrependArgs, S.RemoteCompilerArgs);
-  if (Cache.isValid())
+  if (Cache.isValid()) {
     CompileID = remoteCompileID(Common.Args, Common.Inputs);
+    // Cache keys hash the -mllvm options. Ours change how jobs run, not what
+    // they produce: drop them, so that e.g. -dtlto-verbose does not miss the
+    // cache. LTO owns the Config it lends us as const (and nothing after the
+    // thin link reads these options but the keys); Config cannot be copied.
+    erase_if(const_cast<std::vector<std::string> &>(Conf.MllvmArgs),
+             isEngineOption);
+  }
   return Error::success();
 }
 
@@ -189,8 +254,8 @@ Error OutOfProcessBackend::start(
     if (Error E = checkSettings())
       return failLink(std::move(E));
   if (Task < TaskOffset || Task - TaskOffset >= Jobs.size())
-    return createStringError(inconvertibleErrorCode(),
-                             "DTLTO: unexpected ThinLTO task " + Twine(Task));
+    return makeError("DTLTO: unexpected ThinLTO task " + Twine(Task));
+  this->ModuleMap = &ModuleMap;
 
   JobState &State = Jobs[Task - TaskOffset];
   State.Started = true;
@@ -198,11 +263,17 @@ Error OutOfProcessBackend::start(
   State.J.ModuleID = std::string(BM.getModuleIdentifier());
   State.J.ObjectPath = objectPath(S.LinkerOutputFile, State.J.ModuleID, Task);
   State.J.ShardPath = shardPath(State.J.ObjectPath);
+  State.Module = BM;
+  State.ImportList = &ImportList;
+  static const GVSummaryMapTy NoSummaries;
+  auto Defined = ModuleToDefinedGVSummaries.find(State.J.ModuleID);
+  State.DefinedGlobals = Defined == ModuleToDefinedGVSummaries.end()
+                             ? &NoSummaries
+                             : &Defined->second;
 
   // ImportList, ExportList, ResolvedODR and ModuleMap outlive wait().
-  BackendThreadPool.async([&, BM] {
-    if (Error E = prepareJob(State, BM, ImportList, ExportList, ResolvedODR,
-                             ModuleMap))
+  BackendThreadPool.async([&] {
+    if (Error E = prepareJob(State, ExportList, ResolvedODR))
       recordError(std::move(E));
   });
   if (OnWrite)
@@ -210,18 +281,42 @@ Error OutOfProcessBackend::start(
   return Error::success();
 }
 
+// Looks the job up in the cache. A damaged entry is removed first, so that
+// the cache reports a miss and the job rebuilds it. Returns true on a hit,
+// which the cache has already handed to the link.
+bool OutOfProcessBackend::lookUpCache(JobState &State, StringRef Key) {
+  const Job &J = State.J;
+  std::string Entry = cacheEntryPath(Cache.getCacheDirectoryPath(), Key);
+  if (ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(
+          Entry, /*IsText=*/false, /*RequiresNullTerminator=*/false)) {
+    Expected<StringRef> Object = readCacheEntry((*Buf)->getBuffer());
+    Error Bad = Object ? checkObject(MemoryBufferRef(*Object, Entry), TT,
+                                     State.RequiredSymbols)
+                       : Object.takeError();
+    if (Bad) {
+      noteWarning("discarded the damaged ThinLTO cache entry '" + Entry +
+                  "' for '" + J.ModuleID + "': " + toString(std::move(Bad)) +
+                  "; it is rebuilt");
+      sys::fs::remove(Entry);
+    }
+  }
+  Expected<AddStreamFn> CacheStream = Cache(J.Task, Key, J.ModuleID);
+  if (!CacheStream) {
+    recordError(CacheStream.takeError());
+    return false;
+  }
+  if (!*CacheStream)
+    return true;
+  State.CacheStream = std::move(*CacheStream);
+  return false;
+}
+
 Error OutOfProcessBackend::prepareJob(
-    JobState &State, BitcodeModule BM,
-    const FunctionImporter::ImportMapTy &ImportList,
-    const FunctionImporter::ExportSetTy &ExportList,
-    const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes> &ResolvedODR,
-    const MapVector<StringRef, BitcodeModule> &ModuleMap) {
+    JobState &State, const FunctionImporter::ExportSetTy &ExportList,
+    const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes>
+        &ResolvedODR) {
   Job &J = State.J;
-  static const GVSummaryMapTy NoSummaries;
-  auto DefinedIt = ModuleToDefinedGVSummaries.find(J.ModuleID);
-  const GVSummaryMapTy &Defined = DefinedIt == ModuleToDefinedGVSummaries.end()
-                                      ? NoSummaries
-                                      : DefinedIt->second;
+  State.RequiredSymbols = requiredSymbols(CombinedIndex, *State.DefinedGlobals);
 
   // A module without a hash cannot be keyed safely; in-process ThinLTO does
   // not cache it either.
@@ -229,18 +324,12 @@ Error OutOfProcessBackend::prepareJob(
       all_of(CombinedIndex.getModuleHash(J.ModuleID),
              [](uint32_t V) { return V != 0; })) {
     std::string Key = computeLTOCacheKey(
-        Conf, CombinedIndex, J.ModuleID, ImportList, ExportList, ResolvedODR,
-        Defined, CfiFunctionDefs, CfiFunctionDecls);
-    Key = recomputeLTOCacheKey(Key, CompileID);
-    Expected<AddStreamFn> CacheStream = Cache(J.Task, Key, J.ModuleID);
-    if (!CacheStream)
-      return CacheStream.takeError();
-    // On a hit the cache has already handed the object to the link.
-    if (!*CacheStream) {
+        Conf, CombinedIndex, J.ModuleID, *State.ImportList, ExportList,
+        ResolvedODR, *State.DefinedGlobals, CfiFunctionDefs, CfiFunctionDecls);
+    if (lookUpCache(State, recomputeLTOCacheKey(Key, CompileID))) {
       State.CacheHit = true;
       return Error::success();
     }
-    State.CacheStream = std::move(*CacheStream);
   }
 
   Temps.add(J.ShardPath);
@@ -251,49 +340,73 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitName = originalName(J.ModuleID);
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
-  Expected<std::vector<std::string>> ImportedFrom =
-      writeShard(CombinedIndex, ModuleToDefinedGVSummaries, ImportList, Req);
+  Expected<std::vector<std::string>> ImportedFrom = writeShard(
+      CombinedIndex, ModuleToDefinedGVSummaries, *State.ImportList, Req);
   if (!ImportedFrom)
     return ImportedFrom.takeError();
   J.ImportedFrom = std::move(*ImportedFrom);
 
-  J.InputBytes = BM.getBuffer().size();
+  J.InputBytes = State.Module->getBuffer().size();
   for (const std::string &M : J.ImportedFrom) {
-    auto It = ModuleMap.find(M);
-    if (It != ModuleMap.end())
+    auto It = ModuleMap->find(M);
+    if (It != ModuleMap->end())
       J.InputBytes += It->second.getBuffer().size();
   }
-  State.RequiredSymbols = requiredSymbols(CombinedIndex, Defined);
   return Error::success();
 }
 
-Error OutOfProcessBackend::addObject(JobState &State) {
+Expected<std::unique_ptr<MemoryBuffer>>
+OutOfProcessBackend::loadObject(const JobState &State) {
   const Job &J = State.J;
   ErrorOr<std::unique_ptr<MemoryBuffer>> Obj =
       MemoryBuffer::getFile(J.ObjectPath, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
   if (!Obj)
-    return createStringError(Obj.getError(),
-                             "the DTLTO job for '" + J.ModuleID +
-                                 "' produced no object '" + J.ObjectPath +
-                                 "': " + Obj.getError().message() +
-                                 "; the distributor exited 0 without running "
-                                 "the job or without fetching its output");
+    return makeError("the DTLTO job for '" + J.ModuleID +
+                     "' produced no object '" + J.ObjectPath +
+                     "': " + Obj.getError().message() +
+                     "; the distributor exited 0 without running the job or "
+                     "without fetching its output");
   if (Error E = checkObject(**Obj, TT, State.RequiredSymbols))
-    return createStringError(inconvertibleErrorCode(),
-                             "the DTLTO job for '" + J.ModuleID +
-                                 "' returned a bad object: " +
-                                 toString(std::move(E)));
+    return makeError("the DTLTO job for '" + J.ModuleID +
+                     "' returned a bad object: " + toString(std::move(E)));
+  return std::move(*Obj);
+}
 
-  // A verified object goes to the cache, which adds it to the link, or
-  // straight to the link.
-  AddStreamFn &Add = State.CacheStream ? State.CacheStream : AddStream;
+// A verified object goes to the cache, which adds it to the link, or
+// straight to the link.
+Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
+  const Job &J = State.J;
+  bool ToCache = static_cast<bool>(State.CacheStream);
   Expected<std::unique_ptr<CachedFileStream>> Stream =
-      Add(J.Task, originalName(J.ModuleID));
+      (ToCache ? State.CacheStream : AddStream)(J.Task,
+                                                originalName(J.ModuleID));
   if (!Stream)
     return Stream.takeError();
-  *(*Stream)->OS << (*Obj)->getBuffer();
+  if (ToCache)
+    writeCacheEntry(*(*Stream)->OS, Object);
+  else
+    *(*Stream)->OS << Object;
   return (*Stream)->commit();
+}
+
+// Exactly what in-process ThinLTO does for one module. The object does not
+// enter the cache: its key says "compiled by the remote compiler".
+Error OutOfProcessBackend::compileInLinker(JobState &State) {
+  TimeTraceScope Scope("DTLTO compile in the linker", State.J.ModuleID);
+  LTOLLVMContext Context(Conf);
+  Expected<std::unique_ptr<llvm::Module>> M =
+      State.Module->parseModule(Context);
+  if (!M)
+    return M.takeError();
+  // LLD names the object after the module, as for a distributed one.
+  std::string Name = originalName(State.J.ModuleID);
+  AddStreamFn AddNamed = [&](unsigned Task, const Twine &) {
+    return AddStream(Task, Name);
+  };
+  return thinBackend(Conf, State.J.Task, AddNamed, **M, CombinedIndex,
+                     *State.ImportList, *State.DefinedGlobals, ModuleMap,
+                     Conf.CodeGenOnly);
 }
 
 Error OutOfProcessBackend::wait() {
@@ -325,15 +438,16 @@ Error OutOfProcessBackend::runJobs() {
     TimeTraceScope Scope("DTLTO write index shards");
     BackendThreadPool.wait();
   }
+  emitWarnings();
   if (Err)
-    return std::move(*Err);
+    return firstError();
 
   std::vector<JobState *> Pending;
   for (JobState &State : Jobs)
     if (State.Started && !State.CacheHit)
       Pending.push_back(&State);
   if (Pending.empty()) {
-    printSummary(0, 0);
+    printSummary(0, 0, 0);
     return Error::success();
   }
 
@@ -354,50 +468,83 @@ Error OutOfProcessBackend::runJobs() {
   }
 
   Clock::time_point DistributorStart = Clock::now();
+  Error DistributorError = Error::success();
   {
     TimeTraceScope Scope("DTLTO run distributor", *DistributorPath);
-    if (Error E = runDistributor(*DistributorPath, S.DistributorArgs, Manifest))
-      return E;
+    DistributorError = runDistributor(*DistributorPath, S.DistributorArgs,
+                                      Manifest, TimeoutSeconds);
   }
   double DistributorSeconds = secondsSince(DistributorStart);
 
-  {
+  if (DistributorError) {
+    if (!LocalFallback)
+      return makeError(toString(std::move(DistributorError)) +
+                       (S.SaveTemps ? "" : "; link with --save-temps to keep "
+                                           "the manifest and the shards"));
+    noteWarning(toString(std::move(DistributorError)) + "; compiling its " +
+                std::to_string(Pending.size()) +
+                " jobs in the linker instead");
+    for (JobState *State : Pending)
+      State->FallbackReason = "the distributor failed";
+  } else {
     TimeTraceScope Scope("DTLTO add objects");
     for (JobState *State : Pending)
       BackendThreadPool.async([this, State] {
-        if (Error E = addObject(*State))
+        Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(*State);
+        if (!Obj) {
+          if (!LocalFallback)
+            return recordError(Obj.takeError());
+          State->FallbackReason = toString(Obj.takeError());
+          return noteWarning(State->FallbackReason +
+                             "; compiled it in the linker instead");
+        }
+        if (Error E = addObject(*State, (*Obj)->getBuffer()))
           recordError(std::move(E));
       });
     BackendThreadPool.wait();
   }
-  if (Err) {
-    // One error line for the link, however many jobs failed.
-    if (!FailedJobs)
-      return std::move(*Err);
-    return createStringError(inconvertibleErrorCode(),
-                             toString(std::move(*Err)) + " (and " +
-                                 Twine(FailedJobs) + " more DTLTO job" +
-                                 (FailedJobs == 1 ? "" : "s") + " failed)");
+  emitWarnings();
+  if (Err)
+    return firstError();
+
+  size_t FellBack = 0;
+  {
+    TimeTraceScope Scope("DTLTO compile in the linker");
+    for (JobState *State : Pending) {
+      if (State->FallbackReason.empty())
+        continue;
+      ++FellBack;
+      BackendThreadPool.async([this, State] {
+        if (Error E = compileInLinker(*State))
+          recordError(std::move(E));
+      });
+    }
+    BackendThreadPool.wait();
   }
+  if (Err)
+    return firstError();
 
   {
     TimeTraceScope Scope("DTLTO remove temporary files");
     Temps.removeAll();
   }
-  printSummary(Pending.size(), DistributorSeconds);
+  printSummary(Pending.size(), FellBack, DistributorSeconds);
   return Error::success();
 }
 
-void OutOfProcessBackend::printSummary(size_t Distributed,
+// Printed when asked for, and whenever jobs had to be compiled in the linker.
+void OutOfProcessBackend::printSummary(size_t Distributed, size_t FellBack,
                                        double DistributorSeconds) {
-  if (!verbose())
+  if (!verbose() && !FellBack)
     return;
   size_t Total = count_if(Jobs, [](const JobState &J) { return J.Started; });
   errs() << "dtlto: " << Total << " ThinLTO jobs: " << (Total - Distributed)
          << " from the cache, " << Distributed << " run by '"
-         << sys::path::filename(S.Distributor) << "'";
-  errs() << format(" in %.2f s; backend total %.2f s\n", DistributorSeconds,
-                   secondsSince(StartTime));
+         << sys::path::filename(S.Distributor) << "'"
+         << format(" in %.2f s", DistributorSeconds);
+  if (FellBack)
+    errs() << ", " << FellBack << " of them compiled in the linker instead";
+  errs() << format("; backend total %.2f s\n", secondsSince(StartTime));
 }
 
 ThinBackend lto::createOutOfProcessThinBackend(

@@ -20,10 +20,18 @@ static std::string pidString() {
   return std::to_string(sys::Process::getProcessId());
 }
 
+// Every path we create ends up on a compiler command line: one starting with
+// '-' would be taken for an option.
+static std::string notAnOption(SmallString<256> Path) {
+  if (Path.starts_with("-"))
+    Path.insert(Path.begin(), {'.', '/'});
+  return std::string(Path);
+}
+
 static std::string inTempDir(StringRef LinkerOutputFile, const Twine &Name) {
   SmallString<256> Path(tempDir(LinkerOutputFile));
   sys::path::append(Path, Name);
-  return std::string(Path);
+  return notAnOption(Path);
 }
 
 std::string tempDir(StringRef LinkerOutputFile) {
@@ -90,7 +98,7 @@ std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
     return std::string(MemberName);
   SmallString<256> Path(sys::path::parent_path(ArchivePath));
   sys::path::append(Path, MemberName);
-  return std::string(Path);
+  return notAnOption(Path);
 }
 
 void registerTempFile(StringRef Path, bool Keep) {

@@ -66,3 +66,8 @@ if shutil.which("unshare") and subprocess.run(
         ["unshare", "-m", "--", "true"], stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("mount-namespace")
+
+# The errors of a failed job or distributor, as seen with the local fallback
+# (on by default: the link compiles such jobs itself) turned off.
+config.substitutions.append(("%{no-fallback}", "-mllvm -dtlto-local-fallback=false"))
+config.substitutions.append(("%{coff-no-fallback}", "/mllvm:-dtlto-local-fallback=false"))
