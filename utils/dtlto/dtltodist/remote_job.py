@@ -25,6 +25,7 @@ side that the job never finished here (a lost node or connection).
 import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -56,9 +57,14 @@ def run(args, cwd):
     """The command's exit code (negative: signal) and an error text."""
     try:
         # stdout=2: the command's stdout must not mix with our protocol.
-        return subprocess.call(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=2), ""
+        code = subprocess.call(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=2)
     except OSError as e:
         return None, "cannot run {}: {}".format(args[0], e.strerror)
+    if code:
+        # The command as it ran there, for whoever reads the failure.
+        sys.stderr.write("dtlto job side on {}: {} (in {}) exited with {}\n".format(
+            node_name(), " ".join(shlex.quote(a) for a in args), cwd, code))
+    return code, ""
 
 
 def unpack(stream, work):

@@ -23,12 +23,14 @@ ends early or lacks the status is a TransferError: the job did not finish
 there (a lost node or connection), which an engine may retry elsewhere.
 """
 
+import base64
 import io
 import json
 import os
 import shlex
 import tarfile
 import tempfile
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -60,15 +62,23 @@ def remote_program() -> str:
     return _program
 
 
-def remote_command(python: str, mode: str, args: list[str]) -> list[str]:
+def compact_program() -> str:
+    """remote_job.py as one line of letters, digits and a few quotes: for a
+    remote login shell, which might not take newlines inside quotes."""
+    packed = base64.b64encode(zlib.compress(remote_program().encode("utf-8"), 9)).decode()
+    return f'import base64,zlib;exec(zlib.decompress(base64.b64decode("{packed}")))'
+
+
+def remote_command(python: str, mode: str, args: list[str], compact=False) -> list[str]:
     """argv that runs the job side in mode ("stream" or "shared")."""
-    return [python, "-c", remote_program(), mode] + list(args)
+    program = compact_program() if compact else remote_program()
+    return [python, "-c", program, mode] + list(args)
 
 
 def shown(argv: list[str]) -> list[str]:
     """argv for messages: the inline program replaced by its name."""
-    program = remote_program()
-    return [PROGRAM_PLACEHOLDER if a == program else a for a in argv]
+    programs = (remote_program(), compact_program())
+    return [PROGRAM_PLACEHOLDER if a in programs else a for a in argv]
 
 
 @dataclass
@@ -157,6 +167,8 @@ def read_outputs(data: bytes, p: Plan) -> dict:
     for a member that may not be written, TransferError for an incomplete
     stream.
     """
+    if not data:
+        raise TransferError("nothing came back")
     files: dict[str, bytes] = {}
     status = None
     try:
@@ -182,8 +194,7 @@ def read_outputs(data: bytes, p: Plan) -> dict:
     except (tarfile.TarError, EOFError, UnicodeDecodeError, ValueError) as e:
         raise TransferError(f"the returned stream is damaged ({e})") from None
     if not isinstance(status, dict) or "exit" not in status:
-        raise TransferError("the returned stream ended before the job's status"
-                            if data else "nothing came back")
+        raise TransferError("the returned stream ended before the job's status")
     if status["exit"] == 0:
         for key, content in files.items():
             _write_atomically(p.outputs[key], content)

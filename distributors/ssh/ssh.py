@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Run the DTLTO backend jobs of a manifest on a list of hosts over ssh."""
+
+import os
+import re
+import shlex
+import shutil
+import socket
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "..", "..", "utils", "dtlto"))
+
+from dtltodist import cli, paths, transfer  # noqa: E402
+from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
+from dtltodist.runner import JobResult, Runner, Slots, run_quick  # noqa: E402
+
+PROG = "ssh.py"
+
+EPILOG = """\
+hosts:
+  --host [USER@]HOST[:SLOTS] (repeatable) or --hosts-file FILE with one such
+  spec a line ('#' starts a comment). SLOTS (default 1) is how many jobs the
+  host runs at once. IPv6 addresses go in brackets: [fd00::5]:4.
+
+Each job is one ssh session running `python3 -c <job side> stream DIR LINK`
+on the host: the job's inputs go in as a tar on stdin, its objects come
+back as a tar on stdout and are checked before they are written here
+(relative paths only, no "..", no links, declared outputs only). The job
+unpacks into its own directory under DIR/dtlto-LINK (--remote-dir, default
+/tmp), removed when it ends. Hosts need python3 (3.6 or newer), a POSIX
+login shell and the compiler at the path the manifest names
+(--thinlto-remote-compiler); nothing else of ours.
+
+A host that cannot be reached or drops a session gets no more jobs in this
+link, and the job runs again on another host (up to --retries times); a
+compiler error is never retried. Connections to a host share one master
+connection (ControlMaster) unless --no-multiplex; the masters are closed
+at the end.
+
+Use it from the linker:
+  ld.lld --thinlto-distributor=ssh.py --thinlto-remote-compiler=/usr/bin/clang-22 \\
+         --thinlto-distributor-arg=--host=build1:8 \\
+         --thinlto-distributor-arg=--host=build2:8 ...
+"""
+
+HOST_SPEC = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:@\s\[\]]+))"
+                       r"(?::(?P<slots>\d+))?$")
+
+
+@dataclass
+class Host:
+    name: str  # as the user wrote it, without slots: "user@host"
+    target: str  # what ssh gets
+    slots: int
+
+
+def parse_host(spec: str) -> Host:
+    found = HOST_SPEC.match(spec.strip())
+    if not found or (found["slots"] is not None and int(found["slots"]) < 1):
+        raise ValueError(f"bad host '{spec}': expected [USER@]HOST[:SLOTS], SLOTS >= 1")
+    host = found["v6"] or found["host"]
+    user = f"{found['user']}@" if found["user"] else ""
+    shown = f"[{host}]" if found["v6"] else host
+    return Host(user + shown, user + host, int(found["slots"] or 1))
+
+
+def read_hosts(args) -> list[Host]:
+    specs = list(args.host)
+    for path in args.hosts_file:
+        try:
+            with open(path, encoding="utf-8") as f:
+                specs += [line.split("#", 1)[0].strip() for line in f]
+        except OSError as e:
+            raise ValueError(f"cannot read hosts file {path}: {e.strerror}") from None
+    hosts = [parse_host(s) for s in specs if s]
+    names = Counter(h.name for h in hosts)
+    dup = [n for n, c in names.items() if c > 1]
+    if dup:
+        raise ValueError(f"host {dup[0]} is listed twice (give it more slots instead)")
+    if not hosts:
+        raise ValueError("no hosts: give --host or --hosts-file")
+    return hosts
+
+
+class HostPool(Slots):
+    """Slots spread over hosts: a job may start while some usable host has a
+    free slot; hosts that failed are not used again."""
+
+    def __init__(self, hosts: list[Host]):
+        super().__init__(sum(h.slots for h in hosts))
+        self.hosts = hosts
+        self.busy: Counter = Counter()
+        self.down: dict[str, str] = {}  # host name -> why
+
+    def usable(self) -> list[Host]:
+        return [h for h in self.hosts if h.name not in self.down]
+
+    def try_grow(self, running: int) -> bool:
+        return any(self.busy[h.name] < h.slots for h in self.usable())
+
+    def take(self, avoid) -> Host:
+        free = [h for h in self.usable() if self.busy[h.name] < h.slots]
+        # Not where this job failed before, then the least loaded host.
+        best = min(free, key=lambda h: (h.name in avoid, self.busy[h.name] / h.slots))
+        self.busy[best.name] += 1
+        return best
+
+    def release(self, host: Host) -> None:
+        self.busy[host.name] -= 1
+
+
+def parse_args():
+    parser = cli.make_parser(PROG, __doc__, EPILOG)
+    g = parser.add_argument_group("hosts")
+    g.add_argument("--host", action="append", default=[], metavar="[USER@]HOST[:SLOTS]",
+                   help="a host to run jobs on, with its number of slots (repeatable)")
+    g.add_argument("--hosts-file", action="append", default=[], metavar="FILE",
+                   help="a file of host specs, one a line")
+    g.add_argument("--retries", type=int, default=2, metavar="N",
+                   help="run a job lost with its host again up to N times (default 2)")
+    g.add_argument("--remote-python", default="python3", metavar="PATH",
+                   help="Python 3 on the hosts (default python3)")
+    g.add_argument("--remote-dir", default="/tmp", metavar="DIR",
+                   help="where on a host jobs unpack their files (default /tmp)")
+    s = parser.add_argument_group("ssh options (passed to ssh, never printed with secrets)")
+    s.add_argument("--ssh", default="ssh", metavar="PATH", help="the ssh client")
+    s.add_argument("-i", "--identity", metavar="FILE", help="ssh -i: the private key")
+    s.add_argument("--port", type=cli.positive_int, metavar="N", help="ssh -p")
+    s.add_argument("-F", "--ssh-config", metavar="FILE", help="ssh -F: a configuration file")
+    s.add_argument("--known-hosts", metavar="FILE", help="ssh -o UserKnownHostsFile=FILE")
+    s.add_argument("--strict-host-key-checking", choices=("yes", "no", "accept-new"),
+                   help="ssh -o StrictHostKeyChecking=...")
+    s.add_argument("-o", "--ssh-option", action="append", default=[], metavar="OPTION",
+                   help="one ssh -o option, e.g. -o ProxyJump=bastion (repeatable); "
+                        "these win over ours")
+    s.add_argument("--connect-timeout", type=cli.positive_int, default=10, metavar="SECONDS",
+                   help="give up connecting to a host after this long (default 10)")
+    s.add_argument("--no-multiplex", action="store_true",
+                   help="one connection per job instead of a shared master per host")
+    return parser.parse_args()
+
+
+class SSH:
+    def __init__(self, args, m, hosts: list[Host]):
+        self.args = args
+        self.m = m
+        self.pool = HostPool(hosts)
+        self.link = f"{socket.gethostname()}.{os.getpid()}"
+        self.tally = transfer.Tally("host")
+        self.rep: Reporter | None = None
+        self.on: dict[int, Host] = {}  # job -> host of its running attempt
+        self.tried: dict[int, set] = {}  # job -> hosts it was lost on
+        self.lost: set[int] = set()  # jobs whose last attempt the host lost
+        self.plans: dict[int, transfer.Plan] = {}
+        self.tmpdir = None
+        self.control_dir = None
+        self.used: set[str] = set()
+        self.mastering: set[str] = set()  # hosts whose master was started
+
+    def ssh_base(self) -> list[str]:
+        a = self.args
+        argv = [a.ssh]
+        # ssh keeps the first value of each option: the user's come first.
+        for opt in a.ssh_option:
+            argv += ["-o", opt]
+        if a.ssh_config:
+            argv += ["-F", a.ssh_config]
+        if a.identity:
+            argv += ["-i", a.identity]
+        if a.port:
+            argv += ["-p", str(a.port)]
+        if a.known_hosts:
+            argv += ["-o", f"UserKnownHostsFile={a.known_hosts}"]
+        if a.strict_host_key_checking:
+            argv += ["-o", f"StrictHostKeyChecking={a.strict_host_key_checking}"]
+        argv += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={a.connect_timeout}",
+                 "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3",
+                 "-o", "LogLevel=ERROR"]
+        return argv
+
+    def control_path(self, host: Host) -> str:
+        return os.path.join(self.control_dir, f"h{self.pool.hosts.index(host)}")
+
+    def multiplex(self, host: Host) -> list[str]:
+        """Options to share one master connection per host. The first job
+        for a host starts the master (it stays in the background until
+        close_masters); jobs that start before its socket exists connect on
+        their own rather than race to be master."""
+        if not self.control_dir:
+            return []
+        path = self.control_path(host)
+        if os.path.exists(path) or host.name not in self.mastering:
+            self.mastering.add(host.name)
+            return ["-o", "ControlMaster=auto", "-o", f"ControlPath={path}",
+                    "-o", "ControlPersist=yes"]
+        return ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+
+    def remote(self, program_args: list[str]) -> str:
+        # ssh hands the remote login shell one string: every word quoted.
+        return shlex.join(transfer.remote_command(self.args.remote_python, "stream",
+                                                  program_args, compact=True))
+
+    def command(self, job, host: Host | None = None) -> list[str]:
+        if host is None:
+            host = self.pool.take(self.tried.get(job.index, ()))
+            self.on[job.index] = host
+            self.used.add(host.name)
+        return self.ssh_base() + self.multiplex(host) + [
+            "-T", "--", host.target, self.remote([self.args.remote_dir, self.link])]
+
+    def plan(self, job) -> transfer.Plan:
+        if job.index not in self.plans:
+            self.plans[job.index] = transfer.plan(self.m, job)
+        return self.plans[job.index]
+
+    def stdin(self, job) -> str:
+        path = os.path.join(self.tmpdir, f"job{job.index}.tar")
+        self.tally.sent += transfer.write_inputs(self.plan(job), path)
+        return path
+
+    def collect(self, result: JobResult) -> None:
+        job = result.job
+        host = self.on.pop(job.index)
+        self.pool.release(host)
+        self.lost.discard(job.index)
+        result.where = host.name
+        if result.returncode is None:
+            return  # ssh could not be started, or an input not be read
+        data, result.stdout = result.stdout, b""
+        self.tally.received += len(data)
+        try:
+            status = transfer.read_outputs(data, self.plan(job))
+        except paths.UnsafePathError as e:
+            result.returncode, result.problem = None, f"was refused ({e})"
+            return
+        except transfer.TransferError as e:
+            err = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = err[-1] if err else str(e)
+            if not err or result.returncode not in (0, 255):
+                why = f"{why} (ssh exit code {result.returncode})"
+            result.returncode, result.problem = None, f"was lost ({why})"
+            self.pool.down.setdefault(host.name, why)
+            self.tried.setdefault(job.index, set()).add(host.name)
+            self.lost.add(job.index)
+            return
+        self.tally.where[host.name] += 1
+        if status["exit"] is None:
+            result.returncode, result.problem = None, status.get("error") or "could not run"
+        else:
+            result.returncode = status["exit"]
+
+    def retry(self, job, result: JobResult) -> bool:
+        if job.index not in self.lost or result.attempt > self.args.retries:
+            return False
+        if not self.pool.usable():
+            self.rep.error("no host is left: " + "; ".join(
+                f"{h}: {why}" for h, why in self.pool.down.items()))
+            return False
+        self.tally.retries += 1
+        self.rep.note(f"job {job.index} ({job.module}) {result.describe()}; retrying on "
+                      f"another host ({result.attempt + 1} of {self.args.retries + 1})")
+        return True
+
+    def shown(self, job, argv) -> list[str]:
+        return argv[:-1] + [shlex.join(transfer.shown(shlex.split(argv[-1])))]
+
+    def close_masters(self, failed: bool) -> None:
+        """Remove what a failed link left in the remote directories, then
+        close the master connections."""
+        for host in self.pool.hosts:
+            if host.name not in self.used:
+                continue
+            mux = self.multiplex(host) if host.name in self.mastering else []
+            if failed:
+                base = self.ssh_base() + mux + ["-T", "--", host.target]
+                linkdir = os.path.join(self.args.remote_dir, f"dtlto-{self.link}")
+                try:
+                    run_quick(base + [shlex.join(["rm", "-rf", "--", linkdir])],
+                              timeout=self.args.connect_timeout + 5)
+                except OSError:
+                    pass
+            if mux and os.path.exists(self.control_path(host)):
+                try:
+                    run_quick(self.ssh_base() + mux + ["-O", "exit", "--", host.target],
+                              timeout=10)
+                except OSError:
+                    pass
+
+    def run(self) -> int:
+        self.tmpdir = tempfile.mkdtemp(prefix="dtlto-ssh-")
+        if not self.args.no_multiplex:
+            # A short path: a socket path has a limit of about 100 bytes.
+            self.control_dir = os.path.join(self.tmpdir, "cm")
+            os.mkdir(self.control_dir, 0o700)
+        code = None
+        try:
+            code = Runner(self.rep, self.pool, command=self.command, retry=self.retry,
+                          stdin=self.stdin, collect=self.collect,
+                          shown=self.shown).run(self.m.jobs)
+        finally:
+            self.close_masters(failed=code != EXIT_OK)
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+        return code
+
+    def dry_run(self) -> int:
+        hosts = self.pool.hosts
+        for job in self.m.jobs:
+            # Where it would go if every job took as long: round robin.
+            host = hosts[job.index % len(hosts)]
+            print(shlex.join(self.shown(job, self.command(job, host))))
+            for line in transfer.describe(self.plan(job)):
+                print("  " + line)
+        return EXIT_OK
+
+
+def main() -> int:
+    args = parse_args()
+    try:
+        if args.retries < 0:
+            raise ValueError("--retries must not be negative")
+        hosts = read_hosts(args)
+    except ValueError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    m = cli.load_or_exit(PROG, args.manifest)
+    engine = SSH(args, m, hosts)
+    for job in m.jobs:
+        try:
+            engine.plan(job)
+        except paths.UnsafePathError as e:
+            print(f"{PROG}: error: job {job.index}: {e}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.dry_run:
+        return engine.dry_run()
+    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
+                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep.verbose_note(f"{plural(len(hosts), 'host')}, "
+                            f"{plural(engine.pool.limit, 'slot')}")
+    return engine.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

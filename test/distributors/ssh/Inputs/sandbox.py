@@ -1,0 +1,299 @@
+"""What the SSH and Slurm test harnesses share: daemons started as "hosts"
+of their own, and the proof that they are all gone afterwards.
+
+  sandbox.py boot [--hostname H] [--hide DIR]... -- CMD...
+      Run as the first process of new mount, UTS and pid namespaces (see
+      Sandbox.spawn): sets the hostname, covers each DIR with an empty
+      read-only tmpfs (the build tree is not there: files reach this host
+      only through the engine), runs CMD, reaps every orphan, and exits
+      with CMD's status. When it exits, the kernel kills everything left in
+      its pid namespace; its mounts vanish with the namespace.
+
+  sandbox.py check-clean RECORD
+      Succeeds when nothing RECORD lists is left: no process, network
+      namespace, directory, and no tmpfs of ours in this mount namespace.
+
+The harnesses (ssh/Inputs/hosts.py, slurm/Inputs/cluster.py) import this
+module. Every child is tied to its harness with PR_SET_PDEATHSIG and runs
+under `unshare --kill-child`, so even a SIGKILLed harness leaves no daemon.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.abspath(__file__)
+PYTHON = sys.executable or "/usr/bin/python3"
+HIDDEN_FS = "dtlto-hidden"  # tmpfs source name: how check-clean finds our mounts
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+# Tools every harness needs, with the Debian package that has them.
+BASE_TOOLS = (("ip", "iproute2"), ("unshare", "util-linux"), ("nsenter", "util-linux"),
+              ("mount", "mount"))
+
+
+def missing_tools(tools) -> list[str]:
+    """'slurmd (slurmd)' for each tool not found, plus root if we lack it."""
+    missing = [f"{tool} ({package})" for tool, package in tools
+               if not shutil.which(tool) and not os.path.exists(tool)]
+    if os.geteuid() != 0:
+        missing.append("root (namespaces and mounts)")
+    return missing
+
+
+def _die_with_parent():
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def sh(*argv, check=True, **kw):
+    return subprocess.run(argv, check=check, stdin=subprocess.DEVNULL, **kw)
+
+
+def netns_prefix(netns: str | None) -> list[str]:
+    # nsenter, not `ip netns exec`: that one also mounts a fresh /sys, which
+    # lacks the cgroup filesystem slurmd insists on.
+    return ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time in ticks, to tell it from a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class Sandbox:
+    """State directory, network namespaces and processes of one harness run."""
+
+    def __init__(self, prefix: str, record_path: str | None):
+        self.state = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.state, 0o755)  # daemons check the access to their sockets
+        self.record_path = record_path
+        self.record = {"dirs": [self.state], "netns": [], "procs": []}
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, str] = {}
+        self._save()
+
+    def _save(self):
+        if self.record_path:
+            with open(self.record_path, "w") as f:
+                json.dump(self.record, f)
+
+    def path(self, *parts) -> str:
+        return os.path.join(self.state, *parts)
+
+    def add_netns(self, name: str) -> str:
+        sh("ip", "netns", "add", name)
+        self.record["netns"].append(name)
+        self._save()
+        sh("ip", "-n", name, "link", "set", "lo", "up")
+        return name
+
+    def spawn(self, name: str, argv: list[str], netns: str | None = None,
+              host: str | None = None, hide=(), env=None) -> subprocess.Popen:
+        """Start argv; with host, as that host: own pid, mount, UTS namespaces."""
+        full = netns_prefix(netns)
+        if host is not None:
+            full += ["unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+                     "--mount-proc", "--propagation", "private",
+                     PYTHON, HERE, "boot", "--hostname", host]
+            for d in hide:
+                full += ["--hide", d]
+            full.append("--")
+        full += argv
+        log = self.path(f"{name}.log")
+        self.logs[name] = log
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, env=env, cwd=self.state,
+                                    start_new_session=True, preexec_fn=_die_with_parent)
+        self.procs[name] = proc
+        self.record["procs"].append([name, proc.pid, start_time(proc.pid)])
+        self._save()
+        return proc
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        try:
+            with open(self.logs[name], errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except (OSError, KeyError):
+            return ""
+
+    def wait_for_log(self, name: str, text: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log_tail(name, 200):
+                return
+            if self.procs[name].poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"{name} did not start (no '{text}' in its log):\n"
+                           + self.log_tail(name))
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a process started by spawn(), with everything in its group."""
+        proc = self.procs[name]
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    def close(self) -> None:
+        for name in reversed(list(self.procs)):
+            self.kill(name)
+        for ns in self.record["netns"]:
+            sh("ip", "netns", "del", ns, check=False, stderr=subprocess.DEVNULL)
+        # Processes in a pid namespace die when its first process does;
+        # give the kernel a moment before the directory goes.
+        wait_gone(self.record["procs"], timeout=10)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+
+def wait_gone(procs, timeout: float) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [p for p in procs if start_time(p[1]) is not None and start_time(p[1]) == p[2]]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def run_guarded(body) -> int:
+    """Run body() with SIGTERM/SIGHUP/SIGINT turned into SystemExit, so the
+    harness's finally clauses run when lit or a user stops it."""
+    def stop(signo, frame):
+        raise SystemExit(128 + signo)
+    for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signo, stop)
+    return body()
+
+
+def run_command(sandbox: Sandbox, argv: list[str], netns: str | None, env: dict,
+                watch=None) -> int:
+    """Run the test's command (in netns), with watch() polled while it runs."""
+    full = (netns_prefix(netns)) + argv
+    proc = subprocess.Popen(full, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+    sandbox.record["procs"].append(["command", proc.pid, start_time(proc.pid)])
+    sandbox._save()
+    try:
+        while proc.poll() is None:
+            if watch:
+                watch()
+            time.sleep(0.1)
+        return proc.returncode
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left behind
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def stall_compiler(sandbox: Sandbox, clang: str) -> tuple[str, str]:
+    """A compiler for the kill tests: its first run anywhere writes the name
+    of the host it runs on to a marker and hangs; every other run is clang.
+    Returns (compiler path, marker path)."""
+    marker = sandbox.path("stalled", "host")
+    script = sandbox.path("stall-cc")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\n"
+                f"if mkdir '{sandbox.path('stalled')}' 2>/dev/null; then\n"
+                f"  echo \"${{SLURMD_NODENAME:-$(hostname)}}\" > '{marker}.tmp'\n"
+                f"  mv '{marker}.tmp' '{marker}'\n"
+                "  sleep 300\n"
+                "fi\n"
+                f"exec '{clang}' \"$@\"\n")
+    os.chmod(script, 0o755)
+    return script, marker
+
+
+class KillWhenStalled:
+    """watch() for run_command: once the marker names a host, kill it."""
+
+    def __init__(self, sandbox: Sandbox, marker: str, names: dict[str, str]):
+        self.sandbox, self.marker, self.names = sandbox, marker, names
+        self.killed = None
+
+    def __call__(self):
+        if self.killed or not os.path.exists(self.marker):
+            return
+        with open(self.marker) as f:
+            host = f.read().strip()
+        self.killed = host
+        print(f"harness: killing {host} while it runs a job", file=sys.stderr, flush=True)
+        self.sandbox.kill(self.names[host])
+
+
+def boot(args) -> int:
+    """pid 1 of a host's namespaces (see the module doc)."""
+    if args.hostname:
+        socket.sethostname(args.hostname)
+    for d in args.hide:
+        if os.path.isdir(d):
+            sh("mount", "-t", "tmpfs", "-o", "ro,size=16k,mode=755", HIDDEN_FS, d)
+    child = subprocess.Popen(args.command)
+
+    def forward(signo, frame):
+        child.send_signal(signo)
+    for signo in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signo, forward)
+    while True:
+        try:
+            pid, status = os.wait()  # reaps orphans too: we are their init
+        except ChildProcessError:
+            return 1
+        except InterruptedError:
+            continue
+        if pid == child.pid:
+            return os.waitstatus_to_exitcode(status) if status else 0
+
+
+def check_clean(record_path: str) -> int:
+    with open(record_path) as f:
+        record = json.load(f)
+    problems = [f"process {name} ({pid}) still runs"
+                for name, pid, _ in wait_gone(record["procs"], timeout=10)]
+    listed = sh("ip", "netns", "list", capture_output=True, text=True).stdout.split()
+    problems += [f"network namespace {ns} is left" for ns in record["netns"] if ns in listed]
+    problems += [f"directory {d} is left" for d in record["dirs"] if os.path.exists(d)]
+    with open("/proc/self/mountinfo") as f:
+        if any(f" {HIDDEN_FS} " in line for line in f):
+            problems.append("a tmpfs of ours is mounted in this namespace")
+    for p in problems:
+        print(f"check-clean: {p}")
+    print("check-clean: " + ("NOT CLEAN" if problems else
+                             f"clean ({len(record['procs'])} processes, "
+                             f"{len(record['netns'])} network namespaces gone)"))
+    return 1 if problems else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    b = sub.add_parser("boot")
+    b.add_argument("--hostname")
+    b.add_argument("--hide", action="append", default=[])
+    b.add_argument("command", nargs=argparse.REMAINDER)
+    c = sub.add_parser("check-clean")
+    c.add_argument("record")
+    args = p.parse_args()
+    if args.what == "boot":
+        args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        return boot(args)
+    return check_clean(args.record)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
