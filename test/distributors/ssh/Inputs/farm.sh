@@ -14,7 +14,8 @@ link() {
     shift
   done
   (($#)) && shift && extra+=("$@")
-  "$CLANG" -fuse-ld=lld --ld-path="$LLD" -flto=thin main.o series.o libfarm.a -o "$out" \
+  # No local fallback: every object must come from the distributor.
+  DTLTO_LOCAL_FALLBACK=0 "$CLANG" -fuse-ld=lld --ld-path="$LLD" -flto=thin main.o series.o libfarm.a -o "$out" \
     -Xlinker "--thinlto-distributor=$ENGINE" \
     -Xlinker "--thinlto-remote-compiler=${REMOTE_CC:-$CLANG}" "${extra[@]}"
 }

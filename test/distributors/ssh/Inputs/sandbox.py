@@ -77,8 +77,10 @@ class Sandbox:
     """State directory, network namespaces and processes of one harness run."""
 
     def __init__(self, prefix: str, record_path: str | None):
-        self.state = tempfile.mkdtemp(prefix=prefix)
-        os.chmod(self.state, 0o755)  # daemons check the access to their sockets
+        # In /tmp itself, not lit's private TMPDIR: munged insists that every
+        # directory above its socket be searchable by all.
+        self.state = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+        os.chmod(self.state, 0o755)
         self.record_path = record_path
         self.record = {"dirs": [self.state], "netns": [], "procs": []}
         self.procs: dict[str, subprocess.Popen] = {}
