@@ -236,19 +236,24 @@ class Fixture:
             return None
         return int(kids[0]) if kids else None
 
-    def stop_worker(self, i: int, how=signal.SIGKILL):
+    def stop_worker(self, i: int, server_only=False):
+        """SIGKILL worker i: only its server process (unshare then ends by
+        itself), or its whole process group."""
+        server = self.server_pid(i) if server_only else None
         proc = self.workers.pop(i, None)
         if proc is None:
             return
-        if how == "server":
-            pid = self.server_pid(i)
-            if pid:
-                os.kill(pid, signal.SIGKILL)  # the worker dies; unshare follows
-        else:
+        if server:
+            os.kill(server, signal.SIGKILL)
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                proc.wait(timeout=30)
+                return
+            except subprocess.TimeoutExpired:
                 pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         proc.wait()
 
     def control(self, line: str) -> str:
@@ -259,7 +264,7 @@ class Fixture:
         if verb == "kill":
             if i not in self.workers:
                 return f"error: worker w{i} is not running"
-            self.stop_worker(i, how="server")
+            self.stop_worker(i, server_only=True)
             log(f"worker w{i} killed")
         elif verb == "stop":
             self.stop_worker(i)
