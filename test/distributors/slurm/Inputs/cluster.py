@@ -26,7 +26,6 @@
       Succeeds when nothing the run recorded in R is left.
 """
 
-import argparse
 import os
 import subprocess
 import sys
@@ -89,7 +88,14 @@ def slurm_conf(sb: sandbox.Sandbox, nodes: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def start(sb: sandbox.Sandbox, args, netns: str) -> dict:
+def start(sb: sandbox.Sandbox, args):
+    netns = sb.add_netns(f"dtlto-slurm-{os.getpid()}")
+    # Slurm resolves "127.0.0.1" with AI_ADDRCONFIG, which finds nothing
+    # where loopback is the only interface: give the namespace one more,
+    # with a private address nothing outside it can reach.
+    sandbox.sh("ip", "-n", netns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+    sandbox.sh("ip", "-n", netns, "addr", "add", "10.231.2.1/24", "dev", "v0")
+    sandbox.sh("ip", "-n", netns, "link", "set", "v0", "up")
     os.makedirs(sb.path("key"), mode=0o700)
     for d in ("ctld", "spool"):
         os.makedirs(sb.path(d))
@@ -104,19 +110,17 @@ def start(sb: sandbox.Sandbox, args, netns: str) -> dict:
     sb.wait_for_log("munged", "Created socket")
     conf = sb.path("slurm.conf")
     with open(conf, "w") as f:
-        f.write(slurm_conf(sb, args.nodes))
+        f.write(slurm_conf(sb, args.count))
     env = dict(os.environ, SLURM_CONF=conf)
     sb.spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", conf], netns=netns, env=env)
     sb.wait_for_log("slurmctld", "Running as primary controller")
-    names = {}
-    for i in range(1, args.nodes + 1):
+    for i in range(1, args.count + 1):
         node = f"node{i}"
         os.makedirs(sb.path("spool", node))
         sb.spawn(node, ["slurmd", "-D", "-N", node, "-f", conf], netns=netns,
                  host=node, hide=args.hide, env=env)
-        names[node] = node
-    wait_idle(sb, netns, env, args.nodes)
-    return env
+    wait_idle(sb, netns, env, args.count)
+    return env, netns
 
 
 def wait_idle(sb, netns, env, nodes, timeout=60):
@@ -136,58 +140,8 @@ def wait_idle(sb, netns, env, nodes, timeout=60):
     raise RuntimeError(f"the nodes did not become idle: {out}\n" + sb.log_tail("slurmctld"))
 
 
-def run(args) -> int:
-    missing = sandbox.missing_tools(TOOLS)
-    if missing:
-        print("cluster.py: cannot run a Slurm cluster here; missing: " + "; ".join(missing),
-              file=sys.stderr)
-        return 2
-    sb = sandbox.Sandbox("dtlto-slurm-", args.record)
-    try:
-        netns = sb.add_netns(f"dtlto-slurm-{os.getpid()}")
-        # Slurm resolves "127.0.0.1" with AI_ADDRCONFIG, which finds nothing
-        # where loopback is the only interface: give the namespace one more,
-        # with a private address nothing outside it can reach.
-        sandbox.sh("ip", "-n", netns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
-        sandbox.sh("ip", "-n", netns, "addr", "add", "10.231.2.1/24", "dev", "v0")
-        sandbox.sh("ip", "-n", netns, "link", "set", "v0", "up")
-        env = start(sb, args, netns)
-        env["FARM_STATE"] = sb.state
-        watch = None
-        if args.stall_compiler:
-            env["FARM_STALL_CC"], marker = sandbox.stall_compiler(sb, args.stall_compiler)
-            watch = sandbox.KillWhenStalled(sb, marker, {f"node{i}": f"node{i}"
-                                                         for i in range(1, args.nodes + 1)})
-        code = sandbox.run_command(sb, args.command, netns, env, watch)
-        if code:
-            print(f"cluster.py: the command exited with {code}; slurmctld's log ends:\n"
-                  + sb.log_tail("slurmctld", 8), file=sys.stderr)
-        return code
-    finally:
-        sb.close()
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="what", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--nodes", type=int, default=2)
-    r.add_argument("--hide", action="append", default=[])
-    r.add_argument("--stall-compiler", metavar="CLANG")
-    r.add_argument("--record")
-    r.add_argument("command", nargs=argparse.REMAINDER)
-    sub.add_parser("missing")
-    c = sub.add_parser("check-clean")
-    c.add_argument("record")
-    args = p.parse_args()
-    if args.what == "missing":
-        print("\n".join(sandbox.missing_tools(TOOLS)))
-        return 0
-    if args.what == "check-clean":
-        return sandbox.check_clean(args.record)
-    args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    return sandbox.run_guarded(lambda: run(args))
-
+HARNESS = sandbox.Harness("cluster.py", __doc__, TOOLS, "--nodes", start,
+                          host=lambda i: f"node{i}", logs=lambda args: ["slurmctld"])
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(HARNESS.main())

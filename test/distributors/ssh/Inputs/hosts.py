@@ -23,9 +23,7 @@
   hosts.py check-clean R  succeeds when nothing recorded in R is left
 """
 
-import argparse
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -72,7 +70,7 @@ def start(sb: sandbox.Sandbox, args) -> dict:
     env = dict(os.environ, FARM_STATE=sb.state, FARM_KEY=sb.path("client_key"),
                FARM_KNOWN_HOSTS=sb.path("known_hosts"), FARM_SSH_CONFIG=sb.path("ssh_config"))
     known = []
-    for i in range(1, args.hosts + 1):
+    for i in range(1, args.count + 1):
         name, address = f"h{i}", f"{SUBNET}.{i + 1}"
         ns = sb.add_netns(f"dtlto-ssh-{os.getpid()}-{name}")
         sandbox.sh("ip", "-n", client, "link", "add", f"v{i}", "type", "veth",
@@ -92,56 +90,14 @@ def start(sb: sandbox.Sandbox, args) -> dict:
         env[f"FARM_H{i}"] = f"root@{address}"
     with open(sb.path("known_hosts"), "w") as f:
         f.write("\n".join(known) + "\n")
-    for i in range(1, args.hosts + 1):
+    for i in range(1, args.count + 1):
         sb.wait_for_log(f"h{i}", "Server listening")
     return env, client
 
 
-def run(args) -> int:
-    missing = sandbox.missing_tools(TOOLS)
-    if missing:
-        print("hosts.py: cannot run SSH hosts here; missing: " + "; ".join(missing),
-              file=sys.stderr)
-        return 2
-    sb = sandbox.Sandbox("dtlto-ssh-", args.record)
-    try:
-        env, client = start(sb, args)
-        watch = None
-        if args.stall_compiler:
-            env["FARM_STALL_CC"], marker = sandbox.stall_compiler(sb, args.stall_compiler)
-            watch = sandbox.KillWhenStalled(sb, marker, {f"h{i}": f"h{i}"
-                                                         for i in range(1, args.hosts + 1)})
-        code = sandbox.run_command(sb, args.command, client, env, watch)
-        if code:
-            for i in range(1, args.hosts + 1):
-                print(f"hosts.py: h{i}'s sshd log ends:\n" + sb.log_tail(f"h{i}", 5),
-                      file=sys.stderr)
-        return code
-    finally:
-        sb.close()
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="what", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--hosts", type=int, default=2)
-    r.add_argument("--hide", action="append", default=[])
-    r.add_argument("--stall-compiler", metavar="CLANG")
-    r.add_argument("--record")
-    r.add_argument("command", nargs=argparse.REMAINDER)
-    sub.add_parser("missing")
-    c = sub.add_parser("check-clean")
-    c.add_argument("record")
-    args = p.parse_args()
-    if args.what == "missing":
-        print("\n".join(sandbox.missing_tools(TOOLS)))
-        return 0
-    if args.what == "check-clean":
-        return sandbox.check_clean(args.record)
-    args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    return sandbox.run_guarded(lambda: run(args))
-
+HARNESS = sandbox.Harness("hosts.py", __doc__, TOOLS, "--hosts", start,
+                          host=lambda i: f"h{i}",
+                          logs=lambda args: [f"h{i}" for i in range(1, args.count + 1)])
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(HARNESS.main())

@@ -238,6 +238,64 @@ class KillWhenStalled:
         self.sandbox.kill(self.names[host])
 
 
+class Harness:
+    """What a harness script says about itself; main() does the rest.
+
+    start(sandbox, args) starts the daemons and returns (environment for
+    the command, network namespace to run it in); host(i) names the
+    process of host i (1-based) for the kill tests; logs are the processes
+    whose log tails to show when the command fails."""
+
+    def __init__(self, prog, doc, tools, count_option, start, host, logs):
+        self.prog, self.doc, self.tools = prog, doc, tools
+        self.count_option, self.start, self.host, self.logs = count_option, start, host, logs
+
+    def main(self) -> int:
+        p = argparse.ArgumentParser(prog=self.prog, description=self.doc.split("\n")[0])
+        sub = p.add_subparsers(dest="what", required=True)
+        r = sub.add_parser("run")
+        r.add_argument(self.count_option, dest="count", type=int, default=2)
+        r.add_argument("--hide", action="append", default=[])
+        r.add_argument("--stall-compiler", metavar="CLANG")
+        r.add_argument("--record")
+        r.add_argument("command", nargs=argparse.REMAINDER)
+        sub.add_parser("missing")
+        c = sub.add_parser("check-clean")
+        c.add_argument("record")
+        args = p.parse_args()
+        if args.what == "missing":
+            print("\n".join(missing_tools(self.tools)))
+            return 0
+        if args.what == "check-clean":
+            return check_clean(args.record)
+        args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        missing = missing_tools(self.tools)
+        if missing:
+            print(f"{self.prog}: cannot start here; missing: " + "; ".join(missing),
+                  file=sys.stderr)
+            return 2
+        return run_guarded(lambda: self.run(args))
+
+    def run(self, args) -> int:
+        sb = Sandbox(f"dtlto-{self.prog.split('.')[0]}-", args.record)
+        try:
+            env, netns = self.start(sb, args)
+            env["FARM_STATE"] = sb.state
+            watch = None
+            if args.stall_compiler:
+                env["FARM_STALL_CC"], marker = stall_compiler(sb, args.stall_compiler)
+                names = [self.host(i) for i in range(1, args.count + 1)]
+                watch = KillWhenStalled(sb, marker, {n: n for n in names})
+            code = run_command(sb, args.command, netns, env, watch)
+            if code:
+                for name in self.logs(args):
+                    print(f"{self.prog}: the command exited with {code}; the log of "
+                          f"{name} ends:\n" + sb.log_tail(name, 8), file=sys.stderr)
+            return code
+        finally:
+            sb.close()
+
+
 def boot(args) -> int:
     """pid 1 of a host's namespaces (see the module doc)."""
     if args.hostname:
