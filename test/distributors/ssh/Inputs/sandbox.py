@@ -22,6 +22,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -96,6 +97,8 @@ class Sandbox:
         return os.path.join(self.state, *parts)
 
     def add_netns(self, name: str) -> str:
+        if not self.record["netns"]:
+            remove_stale_netns()
         sh("ip", "netns", "add", name)
         self.record["netns"].append(name)
         self._save()
@@ -161,6 +164,16 @@ class Sandbox:
         # give the kernel a moment before the directory goes.
         wait_gone(self.record["procs"], timeout=10)
         shutil.rmtree(self.state, ignore_errors=True)
+
+
+def remove_stale_netns() -> None:
+    """Delete the namespaces of harness runs that died by SIGKILL, the one
+    way out without a finally: their names end in the dead harness's pid."""
+    listed = sh("ip", "netns", "list", capture_output=True, text=True).stdout.split()
+    for name in listed:
+        found = re.fullmatch(r"dtlto-(?:ssh|slurm)-(\d+)(?:-h\d+)?", name)
+        if found and not os.path.exists(f"/proc/{found[1]}"):
+            sh("ip", "netns", "del", name, check=False, stderr=subprocess.DEVNULL)
 
 
 def wait_gone(procs, timeout: float) -> list:
