@@ -39,6 +39,9 @@ def parse_args(argv):
                    help="comma-separated modes (default: %(default)s)")
     p.add_argument("--runs", type=int, default=5, metavar="N",
                    help="timed runs per mode (default: %(default)s)")
+    p.add_argument("--runs-for", action="append", default=[], metavar="PROGRAM=N",
+                   help="timed runs for one program, instead of --runs "
+                        "(repeatable; e.g. --runs-for python=3)")
     p.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="ThinLTO threads in-process, distributor jobs "
                         "otherwise (default: %(default)s)")
@@ -85,6 +88,14 @@ def parse_args(argv):
     for key in args.modes:
         if key not in keys:
             p.error(f"unknown mode '{key}' (known: {', '.join(sorted(keys))})")
+    runs_for = {}
+    for item in args.runs_for:
+        name, _, n = item.partition("=")
+        if name not in PROGRAMS or not n.isdigit() or int(n) < 1:
+            p.error(f"--runs-for wants PROGRAM=N with a known program and N >= 1, "
+                    f"not '{item}'")
+        runs_for[name] = int(n)
+    args.runs_for = runs_for
     if args.runs < 1 or args.jobs < 1 or args.trace_runs < 0:
         p.error("--runs and --jobs must be at least 1, --trace-runs at least 0")
     args.cache = os.path.abspath(args.cache)
@@ -106,8 +117,16 @@ def tools_of(args):
     return tools
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # SIGTERM stops a benchmark as cleanly as Ctrl-C: the running link is
+    # interrupted and cleans up after itself.
+    import signal
+    signal.signal(signal.SIGTERM, _interrupt)
     if args.report:
         import json
         from benchlib.report import markdown

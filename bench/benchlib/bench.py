@@ -21,10 +21,25 @@ STRAY = re.compile(r"\.(dist-file\.json|native\.o|native\.o\.thinlto\.bc|thinlto
                    r"|\.\d+\.\d+\.o$")
 
 
+def snapshot_linker(path, dest_dir):
+    """A private copy of a linker, named ld.lld (LLD picks its flavour from
+    argv[0]). Other engineers rebuild build/bin while a benchmark runs; the
+    copy keeps every run of a mode on the same binary."""
+    real = os.path.realpath(path)
+    if not os.access(real, os.X_OK):
+        raise BenchError(f"{path} is missing or not executable: our ld.lld "
+                         "(build it: ninja -C build)")
+    os.makedirs(dest_dir, exist_ok=True)
+    dest = os.path.join(dest_dir, "ld.lld")
+    shutil.copy2(real, dest)
+    return dest, elfdiff.sha256(dest)
+
+
 class Context:
     def __init__(self, args):
         self.jobs = args.jobs
-        self.ours_ld = os.path.abspath(args.ld_lld)
+        self.ours_ld, self.ours_sha256 = snapshot_linker(
+            args.ld_lld, os.path.join(args.out, "linker-snapshot"))
         self.stock_ld = os.path.abspath(args.stock_ld_lld)
         self.distributor = os.path.abspath(args.distributor)
         self.remote_compiler = os.path.realpath(args.clang)
@@ -56,8 +71,7 @@ def _jobs_of(stderr):
 
 
 def _check_tools(ctx):
-    for path, what in [(ctx.ours_ld, "our ld.lld (build it: ninja -C build)"),
-                       (ctx.stock_ld, "LLVM 22's ld.lld (apt-get install lld-22)"),
+    for path, what in [(ctx.stock_ld, "LLVM 22's ld.lld (apt-get install lld-22)"),
                        (ctx.distributor, "the local distributor")]:
         if not os.access(path, os.X_OK):
             raise BenchError(f"{path} is missing or not executable: {what}")
@@ -182,12 +196,14 @@ class ProgramBench:
                 rec = self.link(mode, "warmup", 0)
                 if rec:
                     self.check(mode, rec)
-        for i in range(self.args.runs):
+        runs = self.args.runs_for.get(self.program.name, self.args.runs)
+        self.result["timed_runs"] = runs
+        for i in range(runs):
             for mode in [m for m in order if m.key not in self.failed]:
                 rec = self.link(mode, "run", i)
                 if rec:
                     self.check(mode, rec)
-                    log(f"{name} run {i + 1}/{self.args.runs} {mode.key}: "
+                    log(f"{name} run {i + 1}/{runs} {mode.key}: "
                         f"{rec['wall']:.2f} s wall, {rec['cpu']:.2f} s CPU")
                     if mode.warm_cache and rec.get("jobs"):
                         self.fail(mode, f"{rec['jobs']} backend jobs ran although "
@@ -260,6 +276,7 @@ def _git_commit(root):
 
 
 def bench(args, builds):
+    os.makedirs(args.out, exist_ok=True)
     ctx = Context(args)
     _check_tools(ctx)
     modes = [m for m in MODES if m.key in args.modes]
@@ -272,6 +289,8 @@ def bench(args, builds):
         "machine": machine_info(),
         "jobs": args.jobs, "runs": args.runs, "trace_runs": args.trace_runs,
         "linkers": {"ours": _version([ctx.ours_ld]), "stock": _version([ctx.stock_ld]),
+                    "ours_path": os.path.abspath(args.ld_lld),
+                    "ours_sha256": ctx.ours_sha256,
                     "clang": _version([ctx.remote_compiler])},
         "modes": {m.key: m.label for m in modes},
         "programs": {},

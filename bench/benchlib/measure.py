@@ -24,6 +24,7 @@ What is measured, and how:
 
 import ctypes
 import os
+import signal
 import threading
 import time
 
@@ -174,16 +175,27 @@ def run_link(argv, cwd, env, stdout_path, stderr_path, sample_ms=20.0,
                         _PTRACE_O_TRACEEXIT | _PTRACE_O_EXITKILL)
                 _ptrace(_PTRACE_CONT, pid, 0)
         sampler.start()
-        while True:
-            _, status, usage = os.wait4(pid, 0)
-            if os.WIFSTOPPED(status):
+
+        def wait_exit():
+            nonlocal linker_hwm_kib
+            while True:
+                _, status, usage = os.wait4(pid, 0)
+                if not os.WIFSTOPPED(status):
+                    return status, usage
                 sig = os.WSTOPSIG(status)
                 if status >> 16 == _PTRACE_EVENT_EXIT:
                     linker_hwm_kib = _status_kib(pid, "VmHWM")
                     sig = 0
                 _ptrace(_PTRACE_CONT, pid, sig)
-                continue
-            break
+
+        try:
+            status, usage = wait_exit()
+        except KeyboardInterrupt:
+            # Interrupted: let the linker stop its distributor and remove its
+            # temporary files, as it does on Ctrl-C, before we go.
+            os.kill(pid, signal.SIGINT)
+            wait_exit()
+            raise
         wall = time.monotonic() - start
     finally:
         sampler.stop_event.set()

@@ -101,8 +101,10 @@ def markdown(results):
     lines.append(f"Measured {results['date']} on {m.get('cpu', '?')}, "
                  f"{m.get('usable_cpus')} CPUs, {m.get('memory_gib')} GiB, "
                  f"Debian {m.get('debian', '?')}, kernel {m.get('kernel')}; "
-                 f"commit {results['commit']}; jobs {results['jobs']}, "
-                 f"{results['runs']} timed runs per mode.")
+                 f"commit {results['commit']}; jobs {results['jobs']}; timed runs "
+                 "per mode: " + ", ".join(f"{n} {p.get('timed_runs', results['runs'])}"
+                                          for n, p in results["programs"].items())
+                 + ".")
     lines.append("")
     lines.append(f"Command: `{results['command']}`")
     lines.append("")
