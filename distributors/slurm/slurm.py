@@ -201,7 +201,7 @@ class Slurm:
         return total or 16
 
     def run(self) -> int:
-        slots = Slots(self.args.slots or self.default_slots())
+        slots = Slots(self.args.slots or (self.default_slots() if self.m.jobs else 1))
         self.tmpdir = tempfile.mkdtemp(prefix="dtlto-slurm-")
         try:
             code = Runner(self.rep, slots, command=self.srun, retry=self.retry,
