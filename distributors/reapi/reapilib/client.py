@@ -98,6 +98,7 @@ class Endpoint:
         self.down_until = 0.0
         self.failures = 0
         self.running = 0
+        self.dispatched = 0
         self.executed = 0
         self.cache_hits = 0
 

@@ -77,8 +77,11 @@ class Pool:
                 if avoid is not None and len(up) > 1:
                     up = [e for e in up if e is not avoid]
                 if up:
-                    e = min(up, key=lambda e: (e.running, e.index))
+                    # Least busy; among equals the one given the fewest
+                    # actions so far, so that short jobs spread too.
+                    e = min(up, key=lambda e: (e.running, e.dispatched, e.index))
                     e.running += 1
+                    e.dispatched += 1
                     return e
                 self.cond.wait(min(e.down_until for e in able) - now)
 

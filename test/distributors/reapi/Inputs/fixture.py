@@ -133,6 +133,7 @@ class Fixture:
         self.record = {"state": self.state, "fixture_pid": os.getpid(), "pids": [],
                        "netns": [], "clean": False}
         self.command = None
+        self.generation = 0
 
     def save(self):
         with open(self.args.record, "w") as f:
@@ -197,13 +198,19 @@ class Fixture:
                 time.sleep(0.01)
             self.record["netns"].append(os.readlink(f"/proc/{proc.pid}/ns/net"))
             self.save()
-            sh("ip", "link", "add", f"v{i}", "type", "veth", "peer", "name", "eth0",
+            # A fresh name: the veth of a worker just stopped lingers until
+            # the kernel has finished destroying its namespace.
+            self.generation += 1
+            veth = f"v{i}g{self.generation}"
+            sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0",
                "netns", str(proc.pid))
-            sh("ip", "link", "set", f"v{i}", "master", "br0", "up")
+            sh("ip", "link", "set", veth, "master", "br0", "up")
             inside = ["nsenter", "-t", str(proc.pid), "-n", "ip"]
             sh(*inside, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
             sh(*inside, "link", "set", "eth0", "up")
             sh(*inside, "link", "set", "lo", "up")
+            # A restarted worker has a new MAC address: forget the old one.
+            sh("ip", "neigh", "flush", "to", f"{SUBNET}.{i + 1}")
         finally:
             os.close(w)  # worker_boot.py goes on
         self.wait_ready(i, proc)
