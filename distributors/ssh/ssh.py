@@ -15,8 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import cli, paths, transfer  # noqa: E402
-from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
-from dtltodist.runner import JobResult, Runner, Slots, run_quick  # noqa: E402
+from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
+from dtltodist.runner import JobResult, Runner, Slots, run_quick_all  # noqa: E402
 
 PROG = "ssh.py"
 
@@ -35,11 +35,12 @@ unpacks into its own directory under DIR/dtlto-LINK (--remote-dir, default
 login shell and the compiler at the path the manifest names
 (--thinlto-remote-compiler); nothing else of ours.
 
-A host that cannot be reached or drops a session gets no more jobs in this
-link, and the job runs again on another host (up to --retries times); a
-compiler error is never retried. Connections to a host share one master
-connection (ControlMaster) unless --no-multiplex; the masters are closed
-at the end.
+First ssh.py opens master connections (ControlMaster) to every host at
+once, one per --sessions-per-connection slots; the jobs' sessions go
+through them (--no-multiplex: one connection per job), and they are closed
+at the end. A host that cannot be reached is not used. A host that drops a
+session gets no more jobs in this link, and the job runs again on another
+host (up to --retries times); a compiler error is never retried.
 
 Use it from the linker:
   ld.lld --thinlto-distributor=ssh.py --thinlto-remote-compiler=/usr/bin/clang-22 \\
@@ -140,7 +141,10 @@ def parse_args():
     s.add_argument("--connect-timeout", type=cli.positive_int, default=10, metavar="SECONDS",
                    help="give up connecting to a host after this long (default 10)")
     s.add_argument("--no-multiplex", action="store_true",
-                   help="one connection per job instead of a shared master per host")
+                   help="one connection per job instead of shared master connections")
+    s.add_argument("--sessions-per-connection", type=cli.positive_int, default=8, metavar="N",
+                   help="jobs sharing one master connection (default 8; sshd allows "
+                        "MaxSessions, 10 by default): a host gets one master per N slots")
     return parser.parse_args()
 
 
@@ -158,8 +162,10 @@ class SSH:
         self.plans: dict[int, transfer.Plan] = {}
         self.tmpdir = None
         self.control_dir = None
-        self.used: set[str] = set()
-        self.mastering: set[str] = set()  # hosts whose master was started
+        self.used: set[str] = set()  # hosts that got a job
+        self.masters: dict[str, list[str]] = {}  # host -> its masters' control paths
+        self.sessions: Counter = Counter()  # control path -> jobs using it now
+        self.session_of: dict[int, str] = {}  # job -> control path it uses
 
     def ssh_base(self) -> list[str]:
         a = self.args
@@ -182,22 +188,53 @@ class SSH:
                  "-o", "LogLevel=ERROR"]
         return argv
 
-    def control_path(self, host: Host) -> str:
-        return os.path.join(self.control_dir, f"h{self.pool.hosts.index(host)}")
+    def open_masters(self) -> None:
+        """Open the master connections, all hosts at once: one per
+        --sessions-per-connection slots of a host, since sshd refuses more
+        sessions than its MaxSessions (10 by default) on one connection.
+        A host none of whose masters opens is not used, and says why."""
+        per = self.args.sessions_per_connection
+        wanted = []
+        for i, host in enumerate(self.pool.hosts):
+            for k in range(-(-host.slots // per)):
+                path = os.path.join(self.control_dir, f"h{i}.{k}")
+                wanted.append((host, path, self.ssh_base() + [
+                    "-M", "-N", "-f", "-o", "ControlPersist=yes", "-o", f"ControlPath={path}",
+                    "--", host.target]))
+        results = run_quick_all([argv for _, _, argv in wanted],
+                                timeout=self.args.connect_timeout + 20)
+        why: dict[str, str] = {}
+        for (host, path, _), done in zip(wanted, results):
+            if not isinstance(done, OSError) and done.returncode == 0 and os.path.exists(path):
+                self.masters.setdefault(host.name, []).append(path)
+            elif isinstance(done, OSError):
+                why[host.name] = f"{self.args.ssh}: {done.strerror}"
+            else:
+                err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+                why[host.name] = err[-1] if err else (
+                    "timed out" if done.returncode is None else f"ssh exit code {done.returncode}")
+        for host in self.pool.hosts:
+            paths = self.masters.get(host.name, [])
+            if not paths:
+                self.pool.down[host.name] = why.get(host.name, "no connection")
+                self.rep.note(f"{host.name} cannot be reached ({self.pool.down[host.name]}); "
+                              "not using it")
+            elif len(paths) * per < host.slots:
+                host.slots = len(paths) * per
+                self.rep.note(f"{host.name}: only {plural(len(paths), 'connection')} opened; "
+                              f"running {plural(host.slots, 'job')} there at once")
+        self.pool.limit = sum(h.slots for h in self.pool.usable())
 
-    def multiplex(self, host: Host) -> list[str]:
-        """Options to share one master connection per host. The first job
-        for a host starts the master (it stays in the background until
-        close_masters); jobs that start before its socket exists connect on
-        their own rather than race to be master."""
-        if not self.control_dir:
+    def multiplex(self, job, host: Host) -> list[str]:
+        """Options for a job's session: through the host's least used
+        master. Should the master be gone, ssh connects on its own."""
+        paths = self.masters.get(host.name)
+        if not paths:
             return []
-        path = self.control_path(host)
-        if os.path.exists(path) or host.name not in self.mastering:
-            self.mastering.add(host.name)
-            return ["-o", "ControlMaster=auto", "-o", f"ControlPath={path}",
-                    "-o", "ControlPersist=yes"]
-        return ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+        path = min(paths, key=lambda p: self.sessions[p])
+        self.sessions[path] += 1
+        self.session_of[job.index] = path
+        return ["-o", "ControlMaster=no", "-o", f"ControlPath={path}"]
 
     def remote(self, program_args: list[str]) -> str:
         # ssh hands the remote login shell one string: every word quoted.
@@ -205,11 +242,13 @@ class SSH:
                                                   program_args, compact=True))
 
     def command(self, job, host: Host | None = None) -> list[str]:
+        mux = []
         if host is None:
             host = self.pool.take(self.tried.get(job.index, ()))
             self.on[job.index] = host
             self.used.add(host.name)
-        return self.ssh_base() + self.multiplex(host) + [
+            mux = self.multiplex(job, host)
+        return self.ssh_base() + mux + [
             "-T", "--", host.target, self.remote([self.args.remote_dir, self.link])]
 
     def plan(self, job) -> transfer.Plan:
@@ -226,6 +265,8 @@ class SSH:
         job = result.job
         host = self.on.pop(job.index)
         self.pool.release(host)
+        if job.index in self.session_of:
+            self.sessions[self.session_of.pop(job.index)] -= 1
         self.lost.discard(job.index)
         result.where = host.name
         if result.returncode is None:
@@ -269,26 +310,22 @@ class SSH:
         return argv[:-1] + [shlex.join(transfer.shown(shlex.split(argv[-1])))]
 
     def close_masters(self, failed: bool) -> None:
-        """Remove what a failed link left in the remote directories, then
-        close the master connections."""
-        for host in self.pool.hosts:
-            if host.name not in self.used:
-                continue
-            mux = self.multiplex(host) if host.name in self.mastering else []
-            if failed:
-                base = self.ssh_base() + mux + ["-T", "--", host.target]
-                linkdir = os.path.join(self.args.remote_dir, f"dtlto-{self.link}")
-                try:
-                    run_quick(base + [shlex.join(["rm", "-rf", "--", linkdir])],
-                              timeout=self.args.connect_timeout + 5)
-                except OSError:
-                    pass
-            if mux and os.path.exists(self.control_path(host)):
-                try:
-                    run_quick(self.ssh_base() + mux + ["-O", "exit", "--", host.target],
-                              timeout=10)
-                except OSError:
-                    pass
+        """After a failed link, remove what its jobs left in the remote
+        directories; then close the master connections."""
+        if failed:
+            linkdir = os.path.join(self.args.remote_dir, f"dtlto-{self.link}")
+            clean = shlex.join(["rm", "-rf", "--", linkdir])
+            run_quick_all([self.ssh_base() + self.through(host) + ["-T", "--", host.target, clean]
+                           for host in self.pool.hosts if host.name in self.used],
+                          timeout=self.args.connect_timeout + 5)
+        run_quick_all([self.ssh_base() + ["-o", f"ControlPath={path}", "-O", "exit", "--",
+                                          host.target]
+                       for host in self.pool.hosts for path in self.masters.get(host.name, [])],
+                      timeout=10)
+
+    def through(self, host: Host) -> list[str]:
+        paths = self.masters.get(host.name)
+        return ["-o", "ControlMaster=no", "-o", f"ControlPath={paths[0]}"] if paths else []
 
     def run(self) -> int:
         self.tmpdir = tempfile.mkdtemp(prefix="dtlto-ssh-")
@@ -298,6 +335,12 @@ class SSH:
             os.mkdir(self.control_dir, 0o700)
         code = None
         try:
+            if self.control_dir and self.m.jobs:
+                self.open_masters()
+                if not self.pool.usable():
+                    self.rep.error("no host can be reached")
+                    code = EXIT_JOB_FAILED
+                    return code
             code = Runner(self.rep, self.pool, command=self.command, retry=self.retry,
                           stdin=self.stdin, collect=self.collect,
                           shown=self.shown).run(self.m.jobs)

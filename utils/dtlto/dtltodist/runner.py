@@ -153,20 +153,58 @@ def run_quick(argv: list[str], timeout: float = 30) -> subprocess.CompletedProce
     """Run a short helper command (a cluster query, a clean-up) with its
     output captured, killed after timeout seconds (returncode None then).
     Raises OSError if it cannot be started."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    done = run_quick_all([argv], timeout)[0]
+    if isinstance(done, OSError):
+        raise done
+    return done
+
+
+def run_quick_all(argvs: list[list[str]], timeout: float = 30) -> list:
+    """run_quick for several commands at once (one connection per host...).
+
+    Returns, in order, a CompletedProcess for each, or the OSError that
+    kept it from starting. Output goes to files, not pipes: a command that
+    leaves a daemon behind holding them (ssh -f) cannot make us wait.
+    """
+    started = []
     try:
-        out, err = proc.communicate(timeout=timeout)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        _signal_group(proc, None)
-        out, err = proc.communicate()
-        code = None
-    except BaseException:
-        _signal_group(proc, None)
-        proc.wait()
-        raise
-    return subprocess.CompletedProcess(argv, code, out, err)
+        for argv in argvs:
+            out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err, start_new_session=True)
+            except OSError as e:
+                out.close()
+                err.close()
+                started.append(e)
+                continue
+            started.append((argv, proc, out, err))
+        deadline = time.monotonic() + timeout
+        results = []
+        for item in started:
+            if isinstance(item, OSError):
+                results.append(item)
+                continue
+            argv, proc, out, err = item
+            try:
+                code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal_group(proc, None)
+                proc.wait()
+                code = None
+            out.seek(0)
+            err.seek(0)
+            results.append(subprocess.CompletedProcess(argv, code, out.read(), err.read()))
+        return results
+    finally:
+        for item in started:
+            if not isinstance(item, OSError):
+                _, proc, out, err = item
+                if proc.returncode is None:  # on the way out through an exception
+                    _signal_group(proc, None)
+                    proc.wait()
+                out.close()
+                err.close()
 
 
 def exec_program(argv: list[str]) -> None:

@@ -45,8 +45,6 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
-MaxStartups 100
-MaxSessions 100
 """
 
 
