@@ -8,7 +8,7 @@ import sys
 # called through a symlink or from any directory.
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from dtltodist import cli, jobserver  # noqa: E402
+from dtltodist import cli, jobserver, workers  # noqa: E402
 from dtltodist.report import Reporter  # noqa: E402
 from dtltodist.runner import Slots  # noqa: E402
 
@@ -18,6 +18,10 @@ EPILOG = """\
 Use it from the linker:
   ld.lld --thinlto-distributor=local.py --thinlto-remote-compiler=clang \\
          --thinlto-distributor-arg=--jobs=8 ...
+
+When the compiler can run many jobs in one process (dtlto-backend, which
+the engine marks in the manifest), local.py keeps one such worker per slot
+for the whole link instead of starting a process per job.
 
 Under GNU make, mark the recipe with '+' so make hands its jobserver to the
 link: local.py then runs as many jobs as make has free slots (one it owns,
@@ -40,14 +44,21 @@ def main() -> int:
                         help="run at most N jobs at once (default: the number of "
                              f"CPUs this process may use, here {default_jobs()}; "
                              "under a make jobserver: as many as make allows)")
+    parser.add_argument("--no-batch", action="store_true",
+                        help="start one compiler process per job even when the "
+                             "compiler can run many (dtlto-backend --batch)")
     args = parser.parse_args()
     reporter = Reporter(PROG, quiet=args.quiet, progress=args.progress,
                         verbose=args.verbose)
     server, note = jobserver.from_environment()
     reporter.verbose_note(note)
     # With a jobserver make decides how wide we go; --jobs still caps it.
-    limit = args.jobs or (None if server else default_jobs())
-    return cli.run(PROG, args, Slots(limit, server), reporter=reporter)
+    slots = Slots(args.jobs or (None if server else default_jobs()), server)
+    if not args.dry_run and not args.no_batch:
+        m = cli.load_or_exit(PROG, args.manifest)
+        if workers.batch_arg(m):
+            return workers.BatchRunner(reporter, slots, m).run(m.jobs)
+    return cli.run(PROG, args, slots, reporter=reporter)
 
 
 if __name__ == "__main__":

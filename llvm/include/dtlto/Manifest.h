@@ -37,17 +37,33 @@ struct CommonPart {
   std::string LinkerOutput;
   std::vector<std::string> Args;   // compiler, then its options
   std::vector<std::string> Inputs; // files every job needs
+  /// Extension: `Args + [BatchArg]` starts a worker that runs many jobs
+  /// (dtlto-backend --batch); empty when the compiler cannot.
+  std::string BatchArg;
+};
+
+/// Whether the remote compiler is our dtlto-backend (by its file name), which
+/// runs jobs from the linker's own configuration and combined index instead
+/// of clang flags.
+bool isNativeBackend(llvm::StringRef RemoteCompiler);
+
+/// The per-link files dtlto-backend reads besides each job's own.
+struct NativeBackendFiles {
+  std::string Config;
+  std::string CombinedIndex;
 };
 
 /// The remote compiler's command line shared by all jobs: the compiler, its
-/// prepend arguments, then the options that make clang compile a ThinLTO
-/// backend job as the linker's LTO configuration says, then the user's
-/// remote compiler arguments (last, so that they can override ours).
+/// prepend arguments, then what makes it compile a ThinLTO backend job as the
+/// linker's LTO configuration says (clang flags; for dtlto-backend, Native's
+/// files), then the user's remote compiler arguments (last, so that they can
+/// override ours).
 CommonPart makeCommonPart(const llvm::lto::Config &Conf,
                           const llvm::Triple &TT, llvm::StringRef LinkerOutput,
                           llvm::StringRef RemoteCompiler,
                           llvm::ArrayRef<std::string> PrependArgs,
-                          llvm::ArrayRef<std::string> CompilerArgs);
+                          llvm::ArrayRef<std::string> CompilerArgs,
+                          const NativeBackendFiles *Native);
 
 /// Writes the manifest; jobs appear in the order given.
 llvm::Error writeManifest(llvm::StringRef Path, const CommonPart &Common,

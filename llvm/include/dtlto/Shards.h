@@ -11,6 +11,7 @@
 #include "llvm/IR/ModuleSummaryIndex.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Transforms/IPO/FunctionImport.h"
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,16 @@ struct ShardRequest {
   /// does. EmitName is the module's name before input preparation.
   std::string EmitName;
   bool EmitIndexFile = false;
+  /// Also carry a summary of every global the module and its imports refer
+  /// to (as a declaration, never imported). In-process ThinLTO sees them in
+  /// the combined index and makes, e.g., a reference to a global defined
+  /// elsewhere in the program direct instead of through the GOT; a remote
+  /// clang sees only what the shard holds. (dtlto-backend reads the whole
+  /// index instead.)
+  bool AddReferencedDeclarations = false;
+  /// Whether a module path names a ThinLTO module, a file a job can load
+  /// (summaries of regular LTO modules live in the index too).
+  std::function<bool(llvm::StringRef)> IsThinModule;
   bool EmitImportsFile = false;
 };
 

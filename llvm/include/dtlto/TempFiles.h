@@ -8,6 +8,8 @@
 // Names follow LLVM 22 so that tools and people who know stock DTLTO find
 // their way:
 //   manifest:      <output stem>.<pid>.dist-file.json
+//   dtlto-backend: <output stem>.<pid>.dtlto-config.json and
+//                  <output stem>.<pid>.dtlto-index.bc (the combined index)
 //   object:        <module stem>.<task>.<pid>.native.o
 //   index shard:   <object>.thinlto.bc
 //   archive member / FatLTO bitcode: <member stem>.<seq>.<pid>.o
@@ -28,6 +30,9 @@ namespace dtlto {
 /// directory).
 std::string tempDir(llvm::StringRef LinkerOutputFile);
 std::string manifestPath(llvm::StringRef LinkerOutputFile);
+/// dtlto-backend's inputs, one each per link.
+std::string backendConfigPath(llvm::StringRef LinkerOutputFile);
+std::string combinedIndexPath(llvm::StringRef LinkerOutputFile);
 std::string objectPath(llvm::StringRef LinkerOutputFile,
                        llvm::StringRef ModuleID, unsigned Task);
 std::string shardPath(llvm::StringRef ObjectPath);

@@ -1,25 +1,116 @@
 //===- Manifest.cpp - The JSON job manifest handed to a distributor -------===//
 
 #include "dtlto/Manifest.h"
+#include "dtlto/Options.h"
 
 #include "llvm/LTO/Config.h"
+#include "llvm/Support/Compression.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
 
 namespace dtlto {
 
+bool isNativeBackend(StringRef RemoteCompiler) {
+  return sys::path::filename(RemoteCompiler).starts_with("dtlto-backend");
+}
+
+// Files the backend reads wherever the configuration names them.
+static void addProfileInputs(const lto::Config &Conf, CommonPart &C) {
+  for (const std::string *F :
+       {&Conf.SampleProfile, &Conf.CSIRProfile, &Conf.ProfileRemapping})
+    if (!F->empty())
+      C.Inputs.push_back(*F);
+}
+
+// Whatever else of the linker's LTO configuration a clang flag can carry.
+// What none can (a codegen level other than -O's, custom pass pipelines,
+// basic block section lists) is listed in docs/equivalence.md.
+static void addClangConfigFlags(const lto::Config &Conf, const Triple &TT,
+                                CommonPart &C) {
+  std::vector<std::string> &A = C.Args;
+  auto CC1 = [&](StringRef Flag, StringRef Value) {
+    A.insert(A.end(), {"-Xclang", Flag.str(), "-Xclang", Value.str()});
+  };
+  // clang's default relocation model is the toolchain's (PIE on Debian):
+  // always say which. COFF code is position independent by construction and
+  // clang rejects -fpic for it.
+  if (!TT.isOSBinFormatCOFF() && Conf.RelocModel) {
+    if (*Conf.RelocModel == Reloc::PIC_)
+      A.push_back("-fpic");
+    else if (*Conf.RelocModel == Reloc::Static)
+      A.push_back("-fno-pic");
+  }
+  if (Conf.CodeModel) {
+    static const char *const Names[] = {"tiny", "small", "kernel", "medium",
+                                        "large"};
+    A.push_back("-mcmodel=" + std::string(Names[int(*Conf.CodeModel)]));
+  }
+  if (!Conf.CPU.empty())
+    CC1("-target-cpu", Conf.CPU);
+  for (const std::string &Feature : Conf.MAttrs)
+    CC1("-target-feature", Feature);
+  const TargetOptions &O = Conf.Options;
+  if (O.EmulatedTLS)
+    A.push_back("-femulated-tls");
+  if (O.EnableTLSDESC && TT.isX86())
+    A.push_back("-mtls-dialect=gnu2");
+  if (!O.UniqueSectionNames)
+    A.push_back("-fno-unique-section-names");
+  if (O.BBAddrMap)
+    A.push_back("-fbasic-block-address-map");
+  if (O.BBSections == BasicBlockSection::All)
+    A.push_back("-fbasic-block-sections=all");
+  if (O.UniqueBasicBlockSectionNames)
+    A.push_back("-funique-basic-block-section-names");
+  if (O.EnableMachineFunctionSplitter)
+    A.push_back("-fsplit-machine-functions");
+  if (O.EmitStackSizeSection)
+    A.push_back("-fstack-size-section");
+  if (TT.isX86() && !O.MCOptions.X86RelaxRelocations)
+    A.push_back("-Wa,-mrelax-relocations=no");
+  if (O.MCOptions.CompressDebugSections == DebugCompressionType::Zlib)
+    A.push_back("-gz=zlib");
+  else if (O.MCOptions.CompressDebugSections == DebugCompressionType::Zstd)
+    A.push_back("-gz=zstd");
+  if (Conf.Freestanding)
+    A.push_back("-ffreestanding");
+  if (!Conf.SampleProfile.empty())
+    A.push_back("-fprofile-sample-use=" + Conf.SampleProfile);
+  if (!Conf.ProfileRemapping.empty())
+    A.push_back("-fprofile-remapping-file=" + Conf.ProfileRemapping);
+  addProfileInputs(Conf, C);
+  // The link's -mllvm options: LLVM 22's own engine drops them.
+  for (const std::string &Opt : Conf.MllvmArgs)
+    if (!isEngineOption(Opt))
+      A.insert(A.end(), {"-mllvm", Opt});
+}
+
 CommonPart makeCommonPart(const lto::Config &Conf, const Triple &TT,
                           StringRef LinkerOutput, StringRef RemoteCompiler,
                           ArrayRef<std::string> PrependArgs,
-                          ArrayRef<std::string> CompilerArgs) {
+                          ArrayRef<std::string> CompilerArgs,
+                          const NativeBackendFiles *Native) {
   CommonPart C;
   C.LinkerOutput = std::string(LinkerOutput);
   std::vector<std::string> &A = C.Args;
   A.push_back(std::string(RemoteCompiler));
   A.insert(A.end(), PrependArgs.begin(), PrependArgs.end());
+
+  if (Native) {
+    // dtlto-backend needs no flags: it gets the configuration itself.
+    A.push_back("--config=" + Native->Config);
+    A.push_back("--combined-index=" + Native->CombinedIndex);
+    C.Inputs = {Native->Config, Native->CombinedIndex};
+    addProfileInputs(Conf, C);
+    C.BatchArg = "--batch";
+    A.insert(A.end(), CompilerArgs.begin(), CompilerArgs.end());
+    return C;
+  }
+
   A.push_back("-c");
   A.push_back("--target=" + TT.str());
   A.push_back("-O" + std::to_string(Conf.OptLevel));
@@ -29,14 +120,7 @@ CommonPart makeCommonPart(const lto::Config &Conf, const Triple &TT,
     A.push_back("-ffunction-sections");
   if (Conf.Options.DataSections)
     A.push_back("-fdata-sections");
-  // COFF code is position independent by construction; clang rejects -fpic
-  // for it.
-  if (Conf.RelocModel == Reloc::PIC_ && !TT.isOSBinFormatCOFF())
-    A.push_back("-fpic");
-  if (!Conf.SampleProfile.empty()) {
-    A.push_back("-fprofile-sample-use=" + Conf.SampleProfile);
-    C.Inputs.push_back(Conf.SampleProfile);
-  }
+  addClangConfigFlags(Conf, TT, C);
   // Our options are right for every job; clang must not warn when a job does
   // not use one of them.
   A.push_back("-Wno-unused-command-line-argument");
@@ -87,10 +171,13 @@ Error writeManifest(StringRef Path, const CommonPart &Common,
         });
       }
     });
-    // Extension: which engine wrote this manifest.
+    // Extension: which engine wrote this manifest, and how to run many jobs
+    // in one process of the remote compiler, when it can.
     J.attributeObject("dtlto", [&] {
       J.attribute("engine", "dtlto");
       J.attribute("version", DTLTO_VERSION);
+      if (!Common.BatchArg.empty())
+        J.attribute("batch_arg", Common.BatchArg);
     });
   });
   OS << "\n";

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dtlto/BackendConfig.h"
 #include "dtlto/Cache.h"
 #include "dtlto/Distributor.h"
 #include "dtlto/Manifest.h"
@@ -29,6 +30,7 @@
 #include "dtlto/TempFiles.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/LTO/LTO.h"
 #include "llvm/LTO/LTOBackend.h"
@@ -128,6 +130,7 @@ public:
 
 private:
   Error runJobs();
+  Error writeNativeBackendFiles();
   Error failLink(Error E);
   Error checkSettings();
   Error prepareJob(JobState &State,
@@ -163,6 +166,7 @@ private:
   unsigned TimeoutSeconds = 0;
   std::optional<SignalGuard> Signals;
   CommonPart Common;
+  std::optional<NativeBackendFiles> Native;
   std::string CompileID;
   Clock::time_point StartTime;
 
@@ -230,10 +234,22 @@ Error OutOfProcessBackend::checkSettings() {
   if (!Timeout)
     return Timeout.takeError();
   TimeoutSeconds = *Timeout;
-  Common = makeCommonPart(Conf, TT, S.LinkerOutputFile, S.RemoteCompiler,
-                          S.RemoteCompilerPrependArgs, S.RemoteCompilerArgs);
+  if (isNativeBackend(S.RemoteCompiler))
+    Native = NativeBackendFiles{backendConfigPath(S.LinkerOutputFile),
+                                combinedIndexPath(S.LinkerOutputFile)};
+  auto MakeCommon = [&](const NativeBackendFiles *Files) {
+    return makeCommonPart(Conf, TT, S.LinkerOutputFile, S.RemoteCompiler,
+                          S.RemoteCompilerPrependArgs, S.RemoteCompilerArgs,
+                          Files);
+  };
+  Common = MakeCommon(Native ? &*Native : nullptr);
   if (Cache.isValid()) {
-    CompileID = remoteCompileID(Common.Args, Common.Inputs);
+    // The per-link files of dtlto-backend are named by the linker's pid:
+    // key by what they hold (the configuration and the index are keyed
+    // already), not by their names.
+    NativeBackendFiles Stable{"<config>", "<combined-index>"};
+    CommonPart KeyPart = MakeCommon(Native ? &Stable : nullptr);
+    CompileID = remoteCompileID(KeyPart.Args, KeyPart.Inputs);
     // Cache keys hash the -mllvm options. Ours change how jobs run, not what
     // they produce: drop them, so that e.g. -dtlto-verbose does not miss the
     // cache. LTO owns the Config it lends us as const (and nothing after the
@@ -340,6 +356,8 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitName = originalName(J.ModuleID);
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
+  Req.AddReferencedDeclarations = !Native;
+  Req.IsThinModule = [this](StringRef M) { return ModuleMap->count(M) != 0; };
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
       CombinedIndex, ModuleToDefinedGVSummaries, *State.ImportList, Req);
   if (!ImportedFrom)
@@ -433,6 +451,32 @@ Error OutOfProcessBackend::failLink(Error E) {
   _exit(1);
 }
 
+// dtlto-backend gets the linker's LTO configuration and the whole combined
+// index, once per link, and runs each job from them as in-process ThinLTO.
+Error OutOfProcessBackend::writeNativeBackendFiles() {
+  TimeTraceScope Scope("DTLTO write dtlto-backend inputs");
+  std::vector<std::string> Mllvm;
+  for (const std::string &A : Conf.MllvmArgs)
+    if (!isEngineOption(A))
+      Mllvm.push_back(A);
+  Temps.add(Native->Config);
+  if (Error E = writeBackendConfig(Native->Config, Conf, Mllvm))
+    return E;
+  Temps.add(Native->CombinedIndex);
+  std::error_code EC;
+  raw_fd_ostream OS(Native->CombinedIndex, EC, sys::fs::OF_None);
+  if (!EC) {
+    writeIndexToFile(CombinedIndex, OS);
+    OS.close();
+    EC = OS.error();
+    OS.clear_error();
+  }
+  if (EC)
+    return makeError("cannot write the combined index '" +
+                     Native->CombinedIndex + "': " + EC.message());
+  return Error::success();
+}
+
 Error OutOfProcessBackend::runJobs() {
   {
     TimeTraceScope Scope("DTLTO write index shards");
@@ -458,6 +502,10 @@ Error OutOfProcessBackend::runJobs() {
   std::vector<const Job *> ManifestJobs;
   for (const JobState *State : Pending)
     ManifestJobs.push_back(&State->J);
+
+  if (Native)
+    if (Error E = writeNativeBackendFiles())
+      return E;
 
   std::string Manifest = manifestPath(S.LinkerOutputFile);
   {

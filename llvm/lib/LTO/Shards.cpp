@@ -27,6 +27,46 @@ static Error writeFile(StringRef Path, StringRef Contents, StringRef What) {
   return Error::success();
 }
 
+// Adds a declaration summary for every global referenced by what the shard
+// holds and not defined in it. One summary per global is enough: once the thin
+// link has propagated dso_local, every copy carries the same flags. A copy in
+// a module the job reads anyway is preferred, so that few new inputs come in.
+static void addReferencedDeclarations(
+    ModuleToSummariesForIndexTy &Summaries, GVSummaryPtrSet &Declarations,
+    const std::function<bool(StringRef)> &IsThinModule) {
+  DenseSet<GlobalValue::GUID> Held;
+  std::vector<ValueInfo> Referenced;
+  for (const auto &[Module, Map] : Summaries)
+    for (const auto &[GUID, S] : Map) {
+      Held.insert(GUID);
+      GlobalValueSummary *Base = S->getBaseObject();
+      for (ValueInfo VI : Base->refs())
+        Referenced.push_back(VI);
+      if (auto *FS = dyn_cast<FunctionSummary>(Base))
+        for (const FunctionSummary::EdgeTy &Call : FS->calls())
+          Referenced.push_back(Call.first);
+    }
+  for (ValueInfo VI : Referenced) {
+    if (!VI || VI.getSummaryList().empty() || !Held.insert(VI.getGUID()).second)
+      continue;
+    GlobalValueSummary *Pick = nullptr;
+    for (const std::unique_ptr<GlobalValueSummary> &S : VI.getSummaryList()) {
+      if (!IsThinModule(S->modulePath()))
+        continue;
+      if (!Pick)
+        Pick = S.get();
+      if (Summaries.count(S->modulePath())) {
+        Pick = S.get();
+        break;
+      }
+    }
+    if (!Pick)
+      continue;
+    Summaries[std::string(Pick->modulePath())][VI.getGUID()] = Pick;
+    Declarations.insert(Pick);
+  }
+}
+
 Expected<std::vector<std::string>>
 writeShard(const ModuleSummaryIndex &CombinedIndex,
            const DenseMap<StringRef, GVSummaryMapTy> &ModuleToDefinedGVSummaries,
@@ -37,6 +77,15 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   gatherImportedSummariesForModule(Req.ModuleID, ModuleToDefinedGVSummaries,
                                    ImportList, ModuleToSummaries,
                                    DeclarationSummaries);
+  // What the module imports, for the .imports file (as in-process ThinLTO
+  // writes it): before declarations bring their modules in.
+  std::vector<std::string> ImportedNames;
+  for (const auto &[Module, Summaries] : ModuleToSummaries)
+    if (Module != Req.ModuleID)
+      ImportedNames.push_back(originalName(Module));
+  if (Req.AddReferencedDeclarations)
+    addReferencedDeclarations(ModuleToSummaries, DeclarationSummaries,
+                              Req.IsThinModule);
 
   // Serialize once, write as often as asked.
   SmallString<0> Bitcode;
@@ -58,12 +107,9 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   // The modules imported from, one per line, by the names the user knows,
   // sorted as in-process ThinLTO sorts them.
   if (Req.EmitImportsFile) {
-    std::vector<std::string> Names;
-    for (const std::string &M : ImportedFrom)
-      Names.push_back(originalName(M));
-    llvm::sort(Names);
+    llvm::sort(ImportedNames);
     std::string Imports;
-    for (const std::string &Name : Names)
+    for (const std::string &Name : ImportedNames)
       Imports += Name + "\n";
     if (Error E = writeFile(Req.EmitName + ".imports", Imports,
                             "ThinLTO imports file"))

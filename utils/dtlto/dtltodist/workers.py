@@ -1,0 +1,223 @@
+"""Persistent workers: many jobs per compiler process.
+
+A compiler that can run many jobs in one process (dtlto-backend --batch; the
+engine names the argument in the manifest's "dtlto": {"batch_arg": ...})
+pays its start-up once per slot instead of once per job. BatchRunner keeps
+one such worker per slot alive for the whole run and hands it jobs one at a
+time: one line of stdin per job (the job's arguments as a JSON array), one
+line of stdout back ({"ok": true} or {"ok": false, "error": "..."}). What a
+worker writes on stderr while it runs a job is that job's output.
+
+The rest is Runner's contract (runner.py): jobs start in manifest order,
+make's jobserver is honoured (a busy worker beyond the first holds a
+token), the first failure stops the run and shows the job's command and
+output, SIGINT/SIGTERM/SIGHUP kill every worker and exit 128+n, and every
+declared output is checked.
+"""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import tempfile
+from collections import deque
+
+from .manifest import Job, Manifest
+from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
+from .runner import STOP_SIGNALS, JobResult, Slots, check_outputs
+
+
+def batch_arg(manifest: Manifest) -> str:
+    """The argument that starts a batch worker, '' if the compiler has none."""
+    engine = manifest.extra.get("dtlto")
+    arg = engine.get("batch_arg") if isinstance(engine, dict) else None
+    return arg if isinstance(arg, str) else ""
+
+
+class _Worker:
+    """One compiler process running jobs one after the other."""
+
+    def __init__(self, argv: list[str]):
+        # stderr to a file: we read what each job added to it, and a worker
+        # writing a lot can never block on us.
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, start_new_session=True)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.buffer = b""
+        self.job: Job | None = None
+        self.err_start = 0
+
+    def give(self, job: Job) -> None:
+        self.job = job
+        self.err_start = self.err.seek(0, os.SEEK_END)
+        self.proc.stdin.write(json.dumps(job.args).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read_result(self) -> tuple[bool, dict | None]:
+        """(ended, result): result is the job's reply once a line is complete;
+        ended is True when the worker closed its stdout (it died)."""
+        try:
+            data = self.proc.stdout.read()
+        except BlockingIOError:
+            data = b""
+        if data is None:
+            data = b""
+        self.buffer += data
+        if b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                reply = {"ok": False, "error": f"garbled reply {line[:200]!r}"}
+            return False, reply if isinstance(reply, dict) else {"ok": False}
+        return data == b"" and self.proc.poll() is not None, None
+
+    def job_stderr(self) -> bytes:
+        self.err.seek(self.err_start)
+        return self.err.read()
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+
+class BatchRunner:
+    """Runs a manifest's jobs on persistent workers; see the module doc."""
+
+    def __init__(self, reporter: Reporter, slots: Slots, manifest: Manifest):
+        self.reporter = reporter
+        self.slots = slots
+        self.argv = manifest.common_args + [batch_arg(manifest)]
+        self.failure: JobResult | None = None
+        self._signal = 0
+
+    def run(self, jobs: list[Job]) -> int:
+        self.reporter.begin(len(jobs))
+        pending = deque(jobs)
+        workers: list[_Worker] = []
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        old_handlers = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
+        old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        try:
+            while not self._signal:
+                busy = [w for w in workers if w.job]
+                if self.failure is None:
+                    self._dispatch(pending, workers, busy)
+                    busy = [w for w in workers if w.job]
+                if not busy and (self.failure or not pending):
+                    break
+                self._wait(busy, wake_r, want_token=bool(pending) and not self.failure)
+                self._collect(busy, workers)
+        finally:
+            # Idle workers end when their stdin closes; busy ones (after a
+            # failure or a signal) are killed. Nothing outlives us.
+            stopping = self._signal or self.failure
+            for w in workers:
+                if stopping and w.job:
+                    w.kill()
+                w.close()
+            for w in workers:
+                try:
+                    w.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+                    w.proc.wait()
+                w.err.close()
+            self.slots.close()
+            signal.set_wakeup_fd(old_wakeup)
+            for s, handler in old_handlers.items():
+                signal.signal(s, handler)
+            os.close(wake_r)
+            os.close(wake_w)
+        return self._finish(jobs, len(workers))
+
+    def _on_signal(self, signo, frame):
+        self._signal = self._signal or signo
+
+    def _dispatch(self, pending, workers, busy) -> None:
+        while pending and self.slots.try_grow(len(busy)):
+            job = pending.popleft()
+            idle = next((w for w in workers if not w.job), None)
+            try:
+                if idle is None:
+                    idle = _Worker(self.argv)
+                    workers.append(idle)
+                self.reporter.started(job, job.command)
+                idle.give(job)
+            except OSError as e:
+                self.slots.shrink_to(len(busy))
+                self._fail(JobResult(job, 1, problem=f"could not be started: "
+                                                     f"{self.argv[0]}: {e.strerror}"))
+                return
+            busy.append(idle)
+
+    def _wait(self, busy, wake_fd, want_token: bool) -> None:
+        poller = select.poll()
+        poller.register(wake_fd, select.POLLIN)
+        for w in busy:
+            poller.register(w.proc.stdout.fileno(), select.POLLIN)
+        token_fd = self.slots.token_fd()
+        if want_token and token_fd is not None:
+            poller.register(token_fd, select.POLLIN)
+        poller.poll()
+        try:
+            while os.read(wake_fd, 64):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _collect(self, busy, workers) -> None:
+        for w in busy:
+            ended, reply = w.read_result()
+            if reply is None and not ended:
+                continue
+            job, w.job = w.job, None
+            self.slots.shrink_to(len([x for x in workers if x.job]))
+            if self.failure:
+                continue
+            result = JobResult(job, 1, returncode=0, stderr=w.job_stderr())
+            if ended:
+                workers.remove(w)
+                w.proc.wait()
+                result.returncode = None  # describe() then shows the problem
+                result.problem = (f"lost its worker ({self.argv[0]} ended with "
+                                  f"status {w.proc.returncode})")
+            elif not reply.get("ok"):
+                result.returncode = None
+                result.problem = "failed: " + str(reply.get("error", "no reason given"))
+            elif problem := check_outputs(job):
+                result.problem = f"succeeded but its {problem}"
+            if result.ok:
+                self.reporter.finished(result)
+            else:
+                self._fail(result)
+
+    def _fail(self, result: JobResult) -> None:
+        self.failure = result
+        self.reporter.failed(result, result.job.command)
+
+    def _finish(self, jobs, workers: int) -> int:
+        rep = self.reporter
+        where = f"{plural(workers, 'batch worker')}, {self.slots.describe()}"
+        if self._signal:
+            rep.error(f"interrupted by {signal.Signals(self._signal).name}; "
+                      f"killed every worker")
+            return exit_code_for_signal(self._signal)
+        if self.failure:
+            rep.summary(where, failed=1)
+            return EXIT_JOB_FAILED
+        missing = [(job, problem) for job in jobs if (problem := check_outputs(job))]
+        for job, problem in missing:
+            rep.error(f"job {job.index} ({job.module}): {problem}")
+        rep.summary(where, failed=len(missing))
+        return EXIT_JOB_FAILED if missing else EXIT_OK
