@@ -1,0 +1,23 @@
+"""Prints the batch lines of backend.test: jobs for m1 and m2 (writing
+out/m1.batch.o and out/m2.batch.o), and two bad lines between them.
+
+  batch_lines.py DIR     (the directory holding the kept shards)
+"""
+import glob
+import json
+import os
+import sys
+
+out = sys.argv[1]
+
+
+def job(module):
+    shard = glob.glob(os.path.join(out, module + ".*.native.o.thinlto.bc"))[0]
+    return [module + ".o", "-fthinlto-index=" + shard, "-o",
+            os.path.join(out, module + ".batch.o")]
+
+
+print(json.dumps(job("m1")))
+print(json.dumps(["no-such.o", "-fthinlto-index=x", "-o", "y.o"]))
+print(json.dumps({"not": "a list"}))
+print(json.dumps(job("m2")))

@@ -1,0 +1,7 @@
+#include "shapes.h"
+struct Square : Shape {
+  int side;
+  Square(int s) : side(s) {}
+  int area() const override { return side * side; }
+};
+Shape *makeSquare(int side) { return new Square(side); }

@@ -1,0 +1,1 @@
+int from_thin(int x) { return x * 13 + 2; }
