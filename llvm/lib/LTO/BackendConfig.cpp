@@ -151,6 +151,19 @@ static json::Array toJSON(ArrayRef<std::string> Strings) {
 
 Error writeBackendConfig(StringRef Path, const lto::Config &C,
                          ArrayRef<std::string> MllvmArgs) {
+  // What a worker cannot reproduce: files written next to the linker, code
+  // loaded into it. Refuse rather than produce something else.
+  const char *Unsupported = !C.DwoDir.empty()              ? "--dwo-dir"
+                            : !C.PassPlugins.empty()       ? "pass plugins"
+                            : !C.RemarksFilename.empty()   ? "optimization remarks"
+                            : !C.StatsFile.empty()         ? "--stats-file"
+                                                           : nullptr;
+  if (Unsupported)
+    return createStringError(inconvertibleErrorCode(),
+                             Twine("dtlto-backend cannot run jobs with ") +
+                                 Unsupported +
+                                 "; use clang as the remote compiler, or "
+                                 "in-process ThinLTO");
   json::Object Fields;
 #define WRITE_BOOL(F) Fields[#F] = bool(C.F);
 #define WRITE_INT(F) Fields[#F] = int64_t(C.F);
