@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .action import Plan
 from .client import Endpoint, RemoteError, Session, Stopped
-from .outputs import fetch
+from .outputs import MISSING_OUTPUT, fetch
 from .tree import EMPTY, show
 
 BACKOFF_FIRST = 0.5
@@ -189,8 +189,9 @@ class JobRunner:
                 stdout, stderr = self._logs(ep, result, plan)
                 fetch(s, ep, plan, result)
             except RemoteError as e:
-                if e.code == "NOT_FOUND":
-                    # The entry names outputs its CAS no longer has: a miss.
+                if e.code in ("NOT_FOUND", MISSING_OUTPUT):
+                    # An entry naming outputs its CAS no longer has, or
+                    # without the outputs: not usable, so a miss.
                     self.note(f"job {plan.job.index}: stale cache entry on {ep.name}: {e}")
                     continue
                 if not e.transient:
