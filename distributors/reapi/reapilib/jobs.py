@@ -127,7 +127,8 @@ class JobRunner:
                 if not e.transient:
                     raise JobFailed(str(e), attempt, getattr(e, "endpoint", None)) from None
                 if attempt > self.retries:
-                    raise JobFailed(f"{e} (gave up after {attempt} attempts)", attempt,
+                    tries = "1 attempt" if attempt == 1 else f"{attempt} attempts"
+                    raise JobFailed(f"{e} (gave up after {tries})", attempt,
                                     getattr(e, "endpoint", None)) from None
                 last = getattr(e, "endpoint", None)
                 with self.lock:

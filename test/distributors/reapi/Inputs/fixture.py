@@ -102,7 +102,8 @@ def build_worker(build_dir: str) -> str:
 
 def make_tls(d: str, workers: int) -> None:
     os.makedirs(d)
-    sans = ",".join(f"IP:{SUBNET}.{i + 1}" for i in range(1, workers + 1)) + \
+    # The workers, and the fixture's own address for helpers such as a proxy.
+    sans = ",".join(f"IP:{SUBNET}.{i}" for i in range(1, workers + 2)) + \
         ",IP:127.0.0.1,DNS:localhost"
 
     def ossl(*a):
