@@ -38,7 +38,7 @@ dbsbuild command, for inspection with a manifest kept by --save-temps.
 
 
 def parse_args(argv=None):
-    parser = cli.make_parser(PROG, __doc__.split("\n")[0], EPILOG)
+    parser = cli.make_parser(PROG, __doc__, EPILOG)
     g = parser.add_argument_group("SN-DBS options")
     g.add_argument("--dbsbuild", default="dbsbuild", metavar="PATH",
                    help="the dbsbuild executable (default: dbsbuild, found in PATH)")
