@@ -17,6 +17,7 @@ entry) or "exec" (a malicious executor), and what one of
   directory   an output directory
   missing     no output at all
   corrupt     the declared output, but ByteStream sends other bytes
+  hang        (exec only) never finishes, until the client cancels
 Everything it serves is logged to FILE.log, one line per call.
 """
 
@@ -116,6 +117,12 @@ def main() -> int:
         def Execute(self, request, context):
             where, what = mode()
             logf.write(f"Execute -> {what}\n")
+            if what == "hang":
+                yield ops.Operation(name="op-1")
+                while context.is_active():
+                    time.sleep(0.05)
+                logf.write("Execute cancelled by the client\n")
+                return
             op = ops.Operation(name="op-1", done=True)
             op.response.Pack(re.ExecuteResponse(result=result(what)))
             yield op
