@@ -198,8 +198,10 @@ class SSH:
         for i, host in enumerate(self.pool.hosts):
             for k in range(-(-host.slots // per)):
                 path = os.path.join(self.control_dir, f"h{i}.{k}")
+                # Closed at the end; should we die without closing them,
+                # they go by themselves after two idle minutes.
                 wanted.append((host, path, self.ssh_base() + [
-                    "-M", "-N", "-f", "-o", "ControlPersist=yes", "-o", f"ControlPath={path}",
+                    "-M", "-N", "-f", "-o", "ControlPersist=120", "-o", f"ControlPath={path}",
                     "--", host.target]))
         results = run_quick_all([argv for _, _, argv in wanted],
                                 timeout=self.args.connect_timeout + 20)
