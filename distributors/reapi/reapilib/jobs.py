@@ -83,7 +83,8 @@ class Pool:
                     e.running += 1
                     e.dispatched += 1
                     return e
-                self.cond.wait(min(e.down_until for e in able) - now)
+                # In slices, so that a stopping run is noticed soon.
+                self.cond.wait(min(0.2, min(e.down_until for e in able) - now))
 
     def release(self, e: Endpoint) -> None:
         with self.cond:
