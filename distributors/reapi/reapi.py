@@ -32,7 +32,7 @@ from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: E40
 from dtltodist.runner import JobResult, check_outputs  # noqa: E402
 from reapilib import credentials, stubs  # noqa: E402
 from reapilib.action import PlanError, Planner, Settings  # noqa: E402
-from reapilib.client import BadConfig, Endpoint, Session, Stopped  # noqa: E402
+from reapilib.client import BadConfig, Endpoint, Session, Stopped, parse_endpoint  # noqa: E402
 from reapilib.jobs import JobFailed, JobRunner, Pool  # noqa: E402
 from reapilib.tree import show  # noqa: E402
 
@@ -178,6 +178,11 @@ class Main:
             return self.fail_setup("--ship needs --ship-compiler")
         if bool(args.tls_client_cert) != bool(args.tls_client_key):
             return self.fail_setup("--tls-client-cert and --tls-client-key go together")
+        try:
+            for url in args.endpoint:
+                parse_endpoint(url)
+        except BadConfig as e:
+            return self.fail_setup(str(e))
         manifest = cli.load_or_exit(PROG, args.manifest)
         try:
             g = stubs.load(args.stubs_dir)
@@ -255,11 +260,7 @@ class Main:
             options += [("grpc.keepalive_time_ms", int(args.keepalive * 1000)),
                         ("grpc.keepalive_timeout_ms", 20000),
                         ("grpc.http2.max_pings_without_data", 0)]
-        try:
-            endpoints = [Endpoint(g, url, i, tls, options)
-                         for i, url in enumerate(args.endpoint)]
-        except BadConfig as e:
-            return self.fail_setup(str(e))
+        endpoints = [Endpoint(g, url, i, tls, options) for i, url in enumerate(args.endpoint)]
         if headers:
             for ep in endpoints:
                 if not ep.secure and not ep.url.startswith("unix:"):
