@@ -106,12 +106,7 @@ def runner_command(m, args, python: str) -> list[str]:
 def make_plan(m, directory: str, args, python: str = sys.executable,
               windows: bool = os.name == "nt") -> batch.Plan:
     if args.profile:
-        try:
-            with open(args.profile, encoding="utf-8") as f:
-                profile = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            raise batch.PlanError(f"cannot read --profile {args.profile}: "
-                                  f"{getattr(e, 'strerror', None) or e}") from None
+        profile = batch.read_user_file(args.profile, "--profile")
     else:
         profile = profile_xml(m.compiler, python)
     inner = runner_command(m, args, python)
