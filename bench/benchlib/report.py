@@ -64,6 +64,13 @@ def _same_bytes(prog, a, b):
     return "identical" if ha == hb else "differs"
 
 
+def _load(prog):
+    """The 1-minute load average before each timed run (the benchmark's own
+    links count too: 2 to 3 on 2 CPUs is the benchmark alone)."""
+    s = stat([r for r in prog["runs"] if r["kind"] == "run"], "loadavg_before")
+    return _fmt_range(s, 1.0, 1) if s else "-"
+
+
 def _engine(prog):
     ph = prog.get("phases", {})
     a, b = ph.get(OURS, {}).get("engine"), ph.get(STOCK, {}).get("engine")
@@ -113,15 +120,15 @@ def markdown(results):
     lines.append("| program | ours / in-process wall | ours / in-process CPU "
                  "| ours / stock wall | ours / stock CPU | extra CPU per job "
                  "vs in-process | engine own time, ours / stock (trace) "
-                 "| ours vs stock output |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+                 "| ours vs stock output | load average during the runs |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     for name, prog in results["programs"].items():
         lines.append(f"| {name} | {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'wall'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, REFERENCE, 'cpu'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'wall'))} "
                      f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'cpu'))} "
                      f"| {_per_job(prog)} | {_engine(prog)} "
-                     f"| {_same_bytes(prog, OURS, STOCK)} |")
+                     f"| {_same_bytes(prog, OURS, STOCK)} | {_load(prog)} |")
     lines.append("")
     lines.append("Every mode, median [min-max]; RSS in MiB; jobs = backend "
                  "compilations the distributor ran:")

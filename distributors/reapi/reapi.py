@@ -31,6 +31,9 @@ from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: E40
                               Reporter, exit_code_for_signal, plural)
 from dtltodist.runner import JobResult, check_outputs  # noqa: E402
 from reapilib import credentials, stubs  # noqa: E402
+from reapilib.action import PlanError, Planner, Settings  # noqa: E402
+from reapilib.client import BadConfig, Endpoint, Session, Stopped, parse_endpoint  # noqa: E402
+from reapilib.jobs import JobFailed, JobRunner, Pool  # noqa: E402
 from reapilib.tree import show  # noqa: E402
 
 PROG = "reapi.py"
@@ -175,13 +178,16 @@ class Main:
             return self.fail_setup("--ship needs --ship-compiler")
         if bool(args.tls_client_cert) != bool(args.tls_client_key):
             return self.fail_setup("--tls-client-cert and --tls-client-key go together")
+        try:
+            for url in args.endpoint:
+                parse_endpoint(url)
+        except BadConfig as e:
+            return self.fail_setup(str(e))
         manifest = cli.load_or_exit(PROG, args.manifest)
         try:
             g = stubs.load(args.stubs_dir)
         except stubs.StubsError as e:
             return self.fail_setup(str(e))
-        from reapilib.action import PlanError, Planner, Settings
-
         env_names = [n for n, _ in args.env]
         if len(set(env_names)) != len(env_names):
             return self.fail_setup("--env names the same variable twice")
@@ -244,9 +250,6 @@ class Main:
         sys.stdout.flush()
 
     def execute(self, g, manifest, plans, headers, tls) -> int:
-        from reapilib.client import BadConfig, Endpoint, Session
-        from reapilib.jobs import JobRunner, Pool
-
         args = self.args
         options = [("grpc.max_receive_message_length", 64 << 20),
                    ("grpc.max_send_message_length", 64 << 20),
@@ -257,11 +260,7 @@ class Main:
             options += [("grpc.keepalive_time_ms", int(args.keepalive * 1000)),
                         ("grpc.keepalive_timeout_ms", 20000),
                         ("grpc.http2.max_pings_without_data", 0)]
-        try:
-            endpoints = [Endpoint(g, url, i, tls, options)
-                         for i, url in enumerate(args.endpoint)]
-        except BadConfig as e:
-            return self.fail_setup(str(e))
+        endpoints = [Endpoint(g, url, i, tls, options) for i, url in enumerate(args.endpoint)]
         if headers:
             for ep in endpoints:
                 if not ep.secure and not ep.url.startswith("unix:"):
@@ -271,8 +270,10 @@ class Main:
                           target=manifest.linker_output, rpc_timeout=args.rpc_timeout,
                           max_batch=args.max_batch_bytes, version=VERSION)
         pool = Pool(endpoints, session.stop)
+        # The Execute stream gets a deadline only when the action has one.
+        exec_timeout = (args.action_timeout + args.rpc_timeout) if args.action_timeout else None
         runner = JobRunner(session, pool, args.retries, args.skip_cache_lookup,
-                           exec_timeout=None, note=self.note)
+                           exec_timeout=exec_timeout, note=self.note)
         jobs = args.jobs or 16 * len(endpoints)
         try:
             return self.supervise(session, runner, plans, endpoints, jobs)
@@ -281,9 +282,6 @@ class Main:
                 ep.close()
 
     def supervise(self, session, runner, plans, endpoints, width) -> int:
-        from reapilib.client import Stopped
-        from reapilib.jobs import JobFailed
-
         rep = self.reporter
         rep.begin(len(plans))
         failure = None

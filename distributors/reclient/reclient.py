@@ -74,7 +74,7 @@ class SetupError(Exception):
 
 
 def parse_args(argv=None):
-    parser = cli.make_parser(PROG, __doc__.split("\n")[0], EPILOG)
+    parser = cli.make_parser(PROG, __doc__, EPILOG)
     g = parser.add_argument_group("reclient options")
     g.add_argument("--rewrapper", default="rewrapper", metavar="PATH",
                    help="the rewrapper executable (default: rewrapper, found in PATH)")

@@ -38,7 +38,7 @@ dbsbuild command, for inspection with a manifest kept by --save-temps.
 
 
 def parse_args(argv=None):
-    parser = cli.make_parser(PROG, __doc__.split("\n")[0], EPILOG)
+    parser = cli.make_parser(PROG, __doc__, EPILOG)
     g = parser.add_argument_group("SN-DBS options")
     g.add_argument("--dbsbuild", default="dbsbuild", metavar="PATH",
                    help="the dbsbuild executable (default: dbsbuild, found in PATH)")
@@ -141,12 +141,7 @@ def make_plan(m, directory: str, args, cwd: str | None = None, pathmod=os.path,
     script_path = pathmod.join(directory, SCRIPT_NAME)
     script = build_script(m, compiler, cwd, template_dir, pathmod, echo=args.verbose)
     if args.tool_template:
-        try:
-            with open(args.tool_template, encoding="utf-8") as f:
-                template = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            raise batch.PlanError(f"cannot read --tool-template {args.tool_template}: "
-                                  f"{getattr(e, 'strerror', None) or e}") from None
+        template = batch.read_user_file(args.tool_template, "--tool-template")
     else:
         tool_files = [_absolute(f, cwd, pathmod) for f in args.tool_file]
         template = tool_template(compiler, tool_files,

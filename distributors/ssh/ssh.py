@@ -198,8 +198,10 @@ class SSH:
         for i, host in enumerate(self.pool.hosts):
             for k in range(-(-host.slots // per)):
                 path = os.path.join(self.control_dir, f"h{i}.{k}")
+                # Closed at the end; should we die without closing them,
+                # they go by themselves after two idle minutes.
                 wanted.append((host, path, self.ssh_base() + [
-                    "-M", "-N", "-f", "-o", "ControlPersist=yes", "-o", f"ControlPath={path}",
+                    "-M", "-N", "-f", "-o", "ControlPersist=120", "-o", f"ControlPath={path}",
                     "--", host.target]))
         results = run_quick_all([argv for _, _, argv in wanted],
                                 timeout=self.args.connect_timeout + 20)
@@ -311,12 +313,13 @@ class SSH:
 
     def close_masters(self, failed: bool) -> None:
         """After a failed link, remove what its jobs left in the remote
-        directories; then close the master connections."""
+        directories of the hosts still up; then close the master
+        connections."""
         if failed:
             linkdir = os.path.join(self.args.remote_dir, f"dtlto-{self.link}")
             clean = shlex.join(["rm", "-rf", "--", linkdir])
             run_quick_all([self.ssh_base() + self.through(host) + ["-T", "--", host.target, clean]
-                           for host in self.pool.hosts if host.name in self.used],
+                           for host in self.pool.usable() if host.name in self.used],
                           timeout=self.args.connect_timeout + 5)
         run_quick_all([self.ssh_base() + ["-o", f"ControlPath={path}", "-O", "exit", "--",
                                           host.target]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .action import Plan
 from .client import Endpoint, RemoteError, Session, Stopped
-from .outputs import fetch
+from .outputs import MISSING_OUTPUT, fetch
 from .tree import EMPTY, show
 
 BACKOFF_FIRST = 0.5
@@ -83,7 +83,8 @@ class Pool:
                     e.running += 1
                     e.dispatched += 1
                     return e
-                self.cond.wait(min(e.down_until for e in able) - now)
+                # In slices, so that a stopping run is noticed soon.
+                self.cond.wait(min(0.2, min(e.down_until for e in able) - now))
 
     def release(self, e: Endpoint) -> None:
         with self.cond:
@@ -127,7 +128,8 @@ class JobRunner:
                 if not e.transient:
                     raise JobFailed(str(e), attempt, getattr(e, "endpoint", None)) from None
                 if attempt > self.retries:
-                    raise JobFailed(f"{e} (gave up after {attempt} attempts)", attempt,
+                    tries = "1 attempt" if attempt == 1 else f"{attempt} attempts"
+                    raise JobFailed(f"{e} (gave up after {tries})", attempt,
                                     getattr(e, "endpoint", None)) from None
                 last = getattr(e, "endpoint", None)
                 with self.lock:
@@ -189,8 +191,9 @@ class JobRunner:
                 stdout, stderr = self._logs(ep, result, plan)
                 fetch(s, ep, plan, result)
             except RemoteError as e:
-                if e.code == "NOT_FOUND":
-                    # The entry names outputs its CAS no longer has: a miss.
+                if e.code in ("NOT_FOUND", MISSING_OUTPUT):
+                    # An entry naming outputs its CAS no longer has, or
+                    # without the outputs: not usable, so a miss.
                     self.note(f"job {plan.job.index}: stale cache entry on {ep.name}: {e}")
                     continue
                 if not e.transient:

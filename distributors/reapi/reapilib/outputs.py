@@ -23,6 +23,7 @@ from .client import RemoteError, Session
 from .tree import EMPTY, digest_bytes
 
 STAGE_PREFIX = ".dtlto-reapi-stage-"
+MISSING_OUTPUT = "MISSING_OUTPUT"  # RemoteError.code of a result without an output
 
 
 def _refuse(ep_name: str, what: str) -> RemoteError:
@@ -54,7 +55,7 @@ def fetch(session: Session, ep, plan: Plan, result) -> None:
         for name, local in plan.outputs.items():
             if name not in chosen:
                 raise RemoteError(f'{ep.name} did not return the output "{local}" '
-                                  f"(remote name {name})")
+                                  f"(remote name {name})", code=MISSING_OUTPUT)
 
         for name, (f, dest) in chosen.items():
             os.makedirs(os.path.dirname(dest), exist_ok=True)

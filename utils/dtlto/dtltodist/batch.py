@@ -56,6 +56,18 @@ class Plan:
 MakePlan = Callable[[Manifest, str], Plan]
 
 
+def read_user_file(path: str, option: str) -> str:
+    """The text of a file the user gave instead of a generated one (a site's
+    template or profile), or PlanError naming the option."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise PlanError(f"cannot read {option} {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise PlanError(f"cannot read {option} {path}: not UTF-8") from None
+
+
 def add_options(parser) -> None:
     parser.add_argument("--emit-only", metavar="DIR",
                         help="write the engine's files into DIR (created if needed), "

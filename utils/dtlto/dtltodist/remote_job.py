@@ -25,6 +25,7 @@ side that the job never finished here (a lost node or connection).
 import io
 import json
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -57,14 +58,33 @@ def run(args, cwd):
     """The command's exit code (negative: signal) and an error text."""
     try:
         # stdout=2: the command's stdout must not mix with our protocol.
-        code = subprocess.call(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=2)
+        proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=2,
+                                start_new_session=True)
     except OSError as e:
         return None, "cannot run {}: {}".format(args[0], e.strerror)
+    try:
+        code = wait_unless_abandoned(proc)
+    finally:
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the command and all it started
+            proc.wait()
     if code:
         # The command as it ran there, for whoever reads the failure.
         sys.stderr.write("dtlto job side on {}: {} (in {}) exited with {}\n".format(
             node_name(), " ".join(shlex.quote(a) for a in args), cwd, code))
     return code, ""
+
+
+def wait_unless_abandoned(proc):
+    """Wait for proc; give up (SystemExit) when nobody reads our stdout any
+    more: a dropped ssh session closes that pipe, and the compile it was
+    for need not run on."""
+    watch = select.poll()
+    watch.register(1, 0)  # no events asked: POLLERR and POLLHUP come anyway
+    while proc.poll() is None:
+        if watch.poll(500):
+            raise SystemExit(4)
+    return proc.returncode
 
 
 def unpack(stream, work):
@@ -140,8 +160,8 @@ def shared(cwd, args):
 
 def main(argv):
     # SIGTERM (a cancelled Slurm step) or SIGHUP (a dropped session) must
-    # still remove the work directory: turn them into SystemExit, which also
-    # makes subprocess.call() kill the command.
+    # still remove the work directory and stop the command: turn them into
+    # SystemExit, which the finally clauses of run() and stream() see.
     for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signo, lambda s, f: sys.exit(128 + s))
     if len(argv) == 3 and argv[0] == "stream":

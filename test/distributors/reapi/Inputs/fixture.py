@@ -102,7 +102,8 @@ def build_worker(build_dir: str) -> str:
 
 def make_tls(d: str, workers: int) -> None:
     os.makedirs(d)
-    sans = ",".join(f"IP:{SUBNET}.{i + 1}" for i in range(1, workers + 1)) + \
+    # The workers, and the fixture's own address for helpers such as a proxy.
+    sans = ",".join(f"IP:{SUBNET}.{i}" for i in range(1, workers + 2)) + \
         ",IP:127.0.0.1,DNS:localhost"
 
     def ossl(*a):
@@ -158,7 +159,10 @@ class Fixture:
         wdir = os.path.join(self.state, f"w{i}")
         cas = os.path.join(wdir, "cas")
         os.makedirs(cas, exist_ok=True)
+        # -XX:-UsePerfData: every worker is pid 1 of its namespace, and all
+        # would share /tmp/hsperfdata_root/1.
         java = ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-XX:-UsePerfData",
                 f"-Djava.library.path={self.state}/lib/jni",
                 "-cp", f"{self.state}/lib/classes:{SERVER_JAR}", MAIN_CLASS,
                 f"--listen_port={PORT}", f"--cas_path={cas}"]
@@ -218,8 +222,8 @@ class Fixture:
         log(f"worker w{i} up at {self.url(i)} ({what})")
 
     def wait_ready(self, i, proc):
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
+        start = time.monotonic()
+        while time.monotonic() < start + 90:
             if proc.poll() is not None:
                 break
             try:
@@ -229,7 +233,10 @@ class Fixture:
                 time.sleep(0.1)
         with open(os.path.join(self.state, f"w{i}", "log"), errors="replace") as f:
             tail = f.read()[-3000:]
-        raise RuntimeError(f"worker w{i} did not start:\n{tail}")
+        status = ("still running" if proc.poll() is None
+                  else f"exited with status {proc.returncode}")
+        raise RuntimeError(f"worker w{i} did not listen within "
+                           f"{time.monotonic() - start:.0f} s ({status}); its log:\n{tail}")
 
     def server_pid(self, i: int) -> int | None:
         """The worker's own process (pid 1 of its namespace), seen from here."""

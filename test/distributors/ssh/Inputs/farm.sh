@@ -28,3 +28,35 @@ record() {
   "$@" > "$log" 2>&1
   echo "exit $?" >> "$log"
 }
+
+# odd_link LOG [DISTRIBUTOR-ARG...]: the link again, from a directory
+# whose name has spaces, quotes, $ and a non-ASCII letter, to an output
+# named "pro g's", with a --remote-dir like it under $FARM_STATE; then
+# whether that remote directory was left empty.
+odd_link() {
+  local log=$PWD/$1 odd="odd dir (é) \$x 'q\"" remote="$FARM_STATE/remote dir 'q' \$x é" left
+  shift
+  mkdir "$odd" "$remote" && cp main.o series.o libfarm.a "$odd/" && (
+    cd "$odd"
+    record "$log" link "pro g's" "$@" "--remote-dir=$remote"
+  )
+  left=$(ls -A "$remote")
+  echo "remote directory after the link: ${left:-empty}" >> "$log"
+}
+
+# refusals LOG [DISTRIBUTOR-ARG...]: one link per hostile job side
+# (evil.py run in place of python3 on the real hosts or nodes), each of
+# which must be refused; then whether escaped.o appeared where evil.py
+# aimed it.
+refusals() {
+  local log=$1 kind
+  shift
+  cp "$FARM_INPUTS/evil.py" "$FARM_STATE/evil.py"
+  for kind in dotdot absolute link undeclared; do
+    ln -s evil.py "$FARM_STATE/evil-$kind"
+    echo "evil-$kind:" >> "$log"
+    record evil.part link evil.out "$@" "--remote-python=$FARM_STATE/evil-$kind"
+    cat evil.part >> "$log"
+  done
+  echo "escaped.o: $(ls "$FARM_STATE/escaped.o" 2>/dev/null || echo none)" >> "$log"
+}

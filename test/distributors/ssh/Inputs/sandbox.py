@@ -37,6 +37,11 @@ HIDDEN_FS = "dtlto-hidden"  # tmpfs source name: how check-clean finds our mount
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
+# Daemons and ip live in sbin directories, which a user's PATH may lack.
+os.environ["PATH"] = os.pathsep.join(
+    [os.environ.get("PATH", "/usr/bin:/bin")] +
+    [d for d in ("/usr/sbin", "/sbin") if d not in os.environ.get("PATH", "").split(os.pathsep)])
+
 # Tools every harness needs, with the Debian package that has them.
 BASE_TOOLS = (("ip", "iproute2"), ("unshare", "util-linux"), ("nsenter", "util-linux"),
               ("mount", "mount"))
