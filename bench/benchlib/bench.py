@@ -291,6 +291,9 @@ def bench(args, builds):
         "linkers": {"ours": _version([ctx.ours_ld]), "stock": _version([ctx.stock_ld]),
                     "ours_path": os.path.abspath(args.ld_lld),
                     "ours_sha256": ctx.ours_sha256,
+                    "ours_built": datetime.datetime.fromtimestamp(
+                        os.path.getmtime(os.path.realpath(args.ld_lld)),
+                        datetime.timezone.utc).isoformat(timespec="seconds"),
                     "clang": _version([ctx.remote_compiler])},
         "modes": {m.key: m.label for m in modes},
         "programs": {},

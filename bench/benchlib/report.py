@@ -114,6 +114,11 @@ def markdown(results):
                  + ".")
     lines.append("")
     lines.append(f"Command: `{results['command']}`")
+    lk = results.get("linkers", {})
+    lines.append("")
+    lines.append(f"Linkers: ours `{lk.get('ours_path', '?')}` (a copy taken at the "
+                 f"start, built {lk.get('ours_built', '?')}, sha256 "
+                 f"{lk.get('ours_sha256', '?')[:12]}); stock: {lk.get('stock', '?')}.")
     lines.append("")
     lines.append("Headline ratios (medians of the same run):")
     lines.append("")
