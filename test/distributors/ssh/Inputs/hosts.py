@@ -9,7 +9,8 @@
       network. In each host namespace an sshd (fresh ed25519 host key, one
       client key authorised for root) runs as a host of its own: pid,
       mount and UTS namespaces, hostname hI, every --hide DIR covered by
-      an empty tmpfs, so files reach it only through ssh. CMD then runs in
+      an empty tmpfs (root's home too: no dotfiles of the machine run
+      there), so files reach it only through ssh. CMD then runs in
       the client namespace with FARM_STATE (a directory the hosts see too),
       FARM_H1..FARM_HN (root@address), FARM_KEY, FARM_KNOWN_HOSTS and
       FARM_SSH_CONFIG (an empty ssh configuration, so the user's own never
@@ -24,6 +25,7 @@
 """
 
 import os
+import pwd
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -83,8 +85,11 @@ def start(sb: sandbox.Sandbox, args) -> dict:
         with open(conf, "w") as f:
             f.write(SSHD_CONFIG.format(address=address, key=sb.path(name, "host_key"),
                                        authorized=sb.path("authorized_keys")))
+        # root's home hidden too: a login shell there must not run the
+        # machine's dotfiles (a pyenv rehash waits on a lock shared with
+        # every other shell, and a host killed mid-rehash leaves it taken).
         sb.spawn(name, ["/usr/sbin/sshd", "-D", "-e", "-f", conf], netns=ns,
-                 host=name, hide=args.hide)
+                 host=name, hide=args.hide + [pwd.getpwuid(0).pw_dir])
         env[f"FARM_H{i}"] = f"root@{address}"
     with open(sb.path("known_hosts"), "w") as f:
         f.write("\n".join(known) + "\n")

@@ -56,8 +56,28 @@ def missing_tools(tools) -> list[str]:
     return missing
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
 def _die_with_parent():
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # see _start
+
+
+def _start(argv, **kw) -> subprocess.Popen:
+    """Popen with the stop signals held until the caller has recorded the
+    child (returned with the signals still blocked; call _unblock after):
+    a SIGTERM in between would leave a child that nobody kills."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent, **kw)
+    except BaseException:
+        _unblock()
+        raise
+
+
+def _unblock():
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def sh(*argv, check=True, **kw):
@@ -125,12 +145,14 @@ class Sandbox:
         log = self.path(f"{name}.log")
         self.logs[name] = log
         with open(log, "ab") as out:
-            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, env=env, cwd=self.state,
-                                    start_new_session=True, preexec_fn=_die_with_parent)
-        self.procs[name] = proc
-        self.record["procs"].append([name, proc.pid, start_time(proc.pid)])
-        self._save()
+            proc = _start(full, stdin=subprocess.DEVNULL, stdout=out,
+                          stderr=subprocess.STDOUT, env=env, cwd=self.state)
+        try:
+            self.procs[name] = proc
+            self.record["procs"].append([name, proc.pid, start_time(proc.pid)])
+            self._save()
+        finally:
+            _unblock()
         return proc
 
     def log_tail(self, name: str, lines: int = 15) -> str:
@@ -195,20 +217,28 @@ def run_guarded(body) -> int:
     harness's finally clauses run when lit or a user stops it."""
     def stop(signo, frame):
         raise SystemExit(128 + signo)
-    for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    for signo in STOP_SIGNALS:
         signal.signal(signo, stop)
     return body()
 
 
 def run_command(sandbox: Sandbox, argv: list[str], netns: str | None, env: dict,
-                watch=None) -> int:
-    """Run the test's command (in netns), with watch() polled while it runs."""
-    full = (netns_prefix(netns)) + argv
-    proc = subprocess.Popen(full, env=env, start_new_session=True, preexec_fn=_die_with_parent)
-    sandbox.record["procs"].append(["command", proc.pid, start_time(proc.pid)])
-    sandbox._save()
+                watch=None, timeout: float = 600) -> int:
+    """Run the test's command (in netns), with watch() polled while it runs;
+    killed, and a failure, after timeout seconds: a hung test must not hang
+    the whole suite."""
+    full = netns_prefix(netns) + argv
+    proc = _start(full, env=env)
+    deadline = time.monotonic() + timeout
     try:
+        sandbox.record["procs"].append(["command", proc.pid, start_time(proc.pid)])
+        sandbox._save()
+        _unblock()
         while proc.poll() is None:
+            if time.monotonic() > deadline:
+                print(f"harness: the command did not finish in {timeout:.0f} s; killed it",
+                      file=sys.stderr, flush=True)
+                return 124
             if watch:
                 watch()
             time.sleep(0.1)
@@ -276,6 +306,8 @@ class Harness:
         r.add_argument("--hide", action="append", default=[])
         r.add_argument("--stall-compiler", metavar="CLANG")
         r.add_argument("--record")
+        r.add_argument("--timeout", type=float, default=600,
+                       help="seconds the command may take (default 600)")
         r.add_argument("command", nargs=argparse.REMAINDER)
         sub.add_parser("missing")
         c = sub.add_parser("check-clean")
@@ -304,7 +336,7 @@ class Harness:
                 env["FARM_STALL_CC"], marker = stall_compiler(sb, args.stall_compiler)
                 names = [self.host(i) for i in range(1, args.count + 1)]
                 watch = KillWhenStalled(sb, marker, {n: n for n in names})
-            code = run_command(sb, args.command, netns, env, watch)
+            code = run_command(sb, args.command, netns, env, watch, args.timeout)
             if code:
                 for name in self.logs(args):
                     print(f"{self.prog}: the command exited with {code}; the log of "

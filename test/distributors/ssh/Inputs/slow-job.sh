@@ -17,7 +17,7 @@ gone() {
   local name=$1 i
   shift
   for i in $(seq 50); do
-    if "$@" > /dev/null 2>&1; then
+    if timeout 10 "$@" > /dev/null 2>&1; then
       echo "$name: gone"
       return
     fi
