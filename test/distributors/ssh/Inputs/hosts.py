@@ -32,7 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sandbox  # noqa: E402
 
 TOOLS = sandbox.BASE_TOOLS + (("/usr/sbin/sshd", "openssh-server"), ("ssh", "openssh-client"),
-                              ("ssh-keygen", "openssh-client"), ("python3", "python3"))
+                              ("ssh-keygen", "openssh-client"), ("python3", "python3"),
+                              ("pgrep", "procps"), ("timeout", "coreutils"))
 SUBNET = "10.231.1"
 
 SSHD_CONFIG = """\
