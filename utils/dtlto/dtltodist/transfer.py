@@ -92,6 +92,13 @@ class Plan:
 
 def plan(m: Manifest, job: Job, cwd: str | None = None) -> Plan:
     """How to send job; UnsafePathError if a path cannot be mirrored."""
+    for p in job.inputs[2:]:
+        # The index shard names the modules the job imports by these very
+        # paths, and the command line cannot change what the shard says.
+        if os.path.isabs(p):
+            raise paths.UnsafePathError(
+                f'it imports "{p}", an absolute path, which its index shard names '
+                "and the other machine does not have: link with relative paths")
     cwd = paths.absolute(".", cwd)
     files = list(m.common_inputs) + list(job.inputs)
     root = paths.common_root(files + list(job.outputs), cwd)
