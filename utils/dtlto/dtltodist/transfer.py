@@ -110,9 +110,10 @@ def plan(m: Manifest, job: Job, cwd: str | None = None) -> Plan:
         return name
 
     # The other side mirrors root, so a path relative to cwd means the same
-    # file there; an absolute one would name this machine's tree.
-    moved = {p: os.path.relpath(paths.absolute(p, cwd), cwd)
-             for p in files + list(job.outputs) if os.path.isabs(p)}
+    # file there; an absolute one would name this machine's tree. Keyed by
+    # the absolute path, however the inputs list spells the file.
+    moved = {paths.absolute(p, cwd): os.path.relpath(paths.absolute(p, cwd), cwd)
+             for p in files + list(job.outputs)}
     args = [job.command[0]] + [_relocate(a, moved) for a in job.command[1:]]
     inputs, seen = [], set()
     for p in files:
@@ -132,11 +133,14 @@ def describe(p: Plan) -> list[str]:
 
 
 def _relocate(arg: str, moved: dict[str, str]) -> str:
-    if arg in moved:
-        return moved[arg]
+    """arg with an absolute path of one of the job's files made relative."""
+    def rel(path):
+        return moved.get(os.path.normpath(path)) if os.path.isabs(path) else None
+    if rel(arg):
+        return rel(arg)
     key, sep, value = arg.partition("=")  # -fthinlto-index=/abs/x.thinlto.bc
-    if sep and value in moved:
-        return key + sep + moved[value]
+    if sep and rel(value):
+        return key + sep + rel(value)
     return arg
 
 
