@@ -54,9 +54,13 @@ def _check_output(argv, cwd, timeout=120, stdin=None):
     except subprocess.TimeoutExpired:
         raise SmokeFailure(f"'{' '.join(argv)}' did not finish in {timeout} s")
     if proc.returncode != 0:
-        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
-        raise SmokeFailure(f"'{' '.join(argv)}' exited {proc.returncode}: "
-                           + " | ".join(tail))
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        # unittest names what failed on FAIL:/ERROR: lines; else the tail.
+        named = [l for l in lines if l.startswith(("FAIL:", "ERROR:"))]
+        what = " | ".join((named or lines[-3:])[:5])
+        raise SmokeFailure(f"'{os.path.basename(argv[0])} {' '.join(argv[1:4])}"
+                           f"{' ...' if len(argv) > 4 else ''}' exited "
+                           f"{proc.returncode}: {what}")
     return proc.stdout
 
 
