@@ -192,8 +192,10 @@ def run_link(argv, cwd, env, stdout_path, stderr_path, sample_ms=20.0,
             status, usage = wait_exit()
         except KeyboardInterrupt:
             # Interrupted: let the linker stop its distributor and remove its
-            # temporary files, as it does on Ctrl-C, before we go.
-            os.kill(pid, signal.SIGINT)
+            # temporary files before we go. SIGTERM, not SIGINT: a job started
+            # in the background by a shell ignores SIGINT, and so does the
+            # linker it starts.
+            os.kill(pid, signal.SIGTERM)
             wait_exit()
             raise
         wall = time.monotonic() - start
