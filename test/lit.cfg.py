@@ -44,6 +44,10 @@ for var in ("HOME", "TMPDIR", "LANG", "LC_ALL", "MAKEFLAGS"):
 for var in list(os.environ):
     if var.startswith("DTLTO_"):
         config.environment.pop(var, None)
+# A job that fails must fail its test: the engine's local fallback (on by
+# default for users) would hide it by compiling the job in the linker. The
+# tests of the fallback itself turn it on.
+config.environment["DTLTO_LOCAL_FALLBACK"] = "0"
 
 subst = config.substitutions
 subst.append(("%ld.lld", os.path.join(bindir, "ld.lld")))

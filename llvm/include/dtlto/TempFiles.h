@@ -12,7 +12,14 @@
 //                  <output stem>.<pid>.dtlto-index.bc (the combined index)
 //   object:        <module stem>.<task>.<pid>.native.o
 //   index shard:   <object>.thinlto.bc
-//   archive member / FatLTO bitcode: <member stem>.<seq>.<pid>.o
+//   archive member / FatLTO bitcode:
+//                  <output stem>.<member stem>.<content hash>.o
+//
+// The copies of archive members are named by content, not by the linker's
+// pid: their paths are recorded in the index shards of every job that imports
+// from them, so a pid would make every such job new to a remote engine's
+// action cache. The output stem keeps concurrent links of different outputs
+// in one directory apart.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +44,8 @@ std::string objectPath(llvm::StringRef LinkerOutputFile,
                        llvm::StringRef ModuleID, unsigned Task);
 std::string shardPath(llvm::StringRef ObjectPath);
 std::string serializedInputPath(llvm::StringRef LinkerOutputFile,
-                                llvm::StringRef MemberName, unsigned Seq);
+                                llvm::StringRef MemberName,
+                                llvm::StringRef Bitcode);
 /// A thin archive stores its members by path relative to the archive.
 std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
                                   llvm::StringRef MemberName);

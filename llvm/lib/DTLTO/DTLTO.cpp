@@ -58,7 +58,15 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
     if (Name.empty())
       Name = Input->getName();
     NewID = dtlto::serializedInputPath(LinkerOutputFile, Name,
-                                       InputFiles.size());
+                                       Input->getFileBuffer().getBuffer());
+    // The same bitcode under the same name twice (one object in two
+    // archives): module IDs must differ.
+    if (any_of(InputFiles, [&](const std::shared_ptr<InputFile> &Other) {
+          return Other != Input &&
+                 Other->getPrimaryBitcodeModule().getModuleIdentifier() ==
+                     NewID;
+        }))
+      NewID.insert(NewID.size() - 2, "." + std::to_string(InputFiles.size()));
     Input->setSerializeForDistribution(true);
   }
   dtlto::recordOriginalName(NewID, OldID);

@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -69,19 +70,25 @@ bool isSafeModulePath(StringRef Path) {
 }
 
 std::string serializedInputPath(StringRef LinkerOutputFile,
-                                StringRef MemberName, unsigned Seq) {
-  std::string Stem(sys::path::stem(MemberName));
-  for (char &C : Stem)
+                                StringRef MemberName, StringRef Bitcode) {
+  std::array<uint8_t, 8> Hash =
+      BLAKE3::hash<8>(arrayRefFromStringRef(Bitcode));
+  std::string Name = (sys::path::stem(LinkerOutputFile) + "." +
+                      sys::path::stem(MemberName) + "." +
+                      toHex(Hash, /*LowerCase=*/true) + ".o")
+                         .str();
+  // The copy's path goes into index shards: ASCII only. The output
+  // directory, unless its own path is not ASCII: then the linker's working
+  // directory, named by a relative path.
+  for (char &C : Name)
     if (!isASCII(C))
       C = '_';
-  // The output directory, unless its own path is not ASCII: then the
-  // linker's working directory, named by a relative (ASCII) path.
   std::string Dir = tempDir(LinkerOutputFile);
   if (!isSafeModulePath(Dir))
     Dir.clear();
   SmallString<256> Path(Dir);
-  sys::path::append(Path, Stem + "." + Twine(Seq) + "." + pidString() + ".o");
-  return std::string(Path);
+  sys::path::append(Path, Name);
+  return notAnOption(Path);
 }
 
 static std::mutex OriginalNamesMu;

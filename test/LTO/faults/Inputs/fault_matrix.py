@@ -3,7 +3,7 @@
   fault_matrix.py --ld LD --clang CLANG --local-py LOCAL --sources DIR WORKDIR
 
 For every fault of faultdist.py, links a three-module program (one module
-in an archive) twice: with the local fallback (the default) the link must
+in an archive) twice: with the local fallback (the default for users) the link must
 succeed and give the program of a clean link, byte for byte; with
 -mllvm -dtlto-local-fallback=false it must fail with exactly one error line
 and no output file. After every link the output directory must hold nothing
@@ -73,7 +73,7 @@ def main():
                     "-o", os.path.join(outdir, "prog")] +
                    ["-Wl," + arg for arg in ld_args])
 
-    clean = link("clean", [], [])
+    clean = link("clean", [], ["-mllvm=-dtlto-local-fallback=false"])
     if clean.returncode != 0:
         sys.exit("the clean link failed:\n" + clean.stderr)
 
@@ -82,7 +82,7 @@ def main():
         tried += 1
         # With the local fallback: the same program as a clean link.
         out = os.path.join("on", name)
-        r = link(out, dist_args, extra)
+        r = link(out, dist_args, extra + ["-mllvm=-dtlto-local-fallback=true"])
         prog = os.path.join(out, "prog")
         ok = (r.returncode == 0 and os.path.exists(prog)
               and filecmp.cmp(prog, "clean/prog", shallow=False)
