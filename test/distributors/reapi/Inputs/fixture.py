@@ -55,6 +55,8 @@ TCNATIVE = "/usr/lib/x86_64-linux-gnu/jni/libnetty-tcnative.so"
 MAIN_CLASS = "com.google.devtools.build.remote.worker.RemoteWorker"
 SUBNET = "10.231.0"
 PORT = 8980
+# The environment variable that marks the processes of one fixture.
+MARK = "DTLTO_REAPI_FIXTURE"
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
 libc = ctypes.CDLL(None, use_errno=True)
@@ -133,6 +135,11 @@ class Fixture:
         self.workers = {}  # index -> Popen of unshare
         self.record = {"state": self.state, "fixture_pid": os.getpid(), "pids": [],
                        "netns": [], "clean": False}
+        # Every process we start inherits this mark; stray and leftover
+        # processes are found by it. Not by network namespace: the kernel
+        # reuses a dead namespace's id, and another test's processes could
+        # then be taken for ours (and killed).
+        os.environ[MARK] = self.state
         self.command = None
         self.generation = 0
 
@@ -365,21 +372,31 @@ class Fixture:
         return True
 
 
+def zombie(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] == "Z"
+    except OSError:
+        return True
+
+
+def is_ours(record, pid: str) -> bool:
+    """Does process pid carry our mark, or use our state directory?"""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read()
+    except OSError:
+        return False
+    state = record["state"].encode()
+    return f"{MARK}=".encode() + state in env or state in cmd
+
+
 def stray_processes(record) -> list[int]:
     me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            ns = os.readlink(f"/proc/{entry}/ns/net")
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if ns in record["netns"] or record["state"].encode() in cmd:
-            found.append(int(entry))
-    return found
+    return [int(e) for e in os.listdir("/proc")
+            if e.isdigit() and int(e) != me and is_ours(record, e)]
 
 
 def leftovers(record, ignore_self=False, wait=10.0) -> list[str]:
@@ -399,16 +416,8 @@ def leftovers(record, ignore_self=False, wait=10.0) -> list[str]:
         for entry in os.listdir("/proc"):
             if not entry.isdigit() or int(entry) == me:
                 continue
-            try:
-                ns = os.readlink(f"/proc/{entry}/ns/net")
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmd = f.read()
-            except OSError:
-                continue
-            if ns in record["netns"]:
-                found.append(f"process {entry} in network namespace {ns}")
-            elif record["state"].encode() in cmd:
-                found.append(f"process {entry} using {record['state']}")
+            if is_ours(record, entry) and not zombie(entry):
+                found.append(f"process {entry} started by the fixture")
         if os.path.exists(record["state"]) and not ignore_self:
             found.append(f"directory {record['state']}")
         with open("/proc/self/mountinfo") as f:
