@@ -7,6 +7,7 @@ program's final link is the last logged link whose output is the program.
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import tarfile
@@ -47,10 +48,18 @@ def _jobs():
     return str(len(os.sched_getaffinity(0)))
 
 
+def _default_signals():
+    # A benchmark started in the background of a shell inherits SIGINT and
+    # SIGQUIT ignored; CPython's own tests raise SIGINT and expect it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def _check_output(argv, cwd, timeout=120, stdin=None):
     try:
         proc = subprocess.run(argv, cwd=cwd, input=stdin, capture_output=True,
-                              timeout=timeout, env=clean_env())
+                              timeout=timeout, env=clean_env(),
+                              preexec_fn=_default_signals)
     except subprocess.TimeoutExpired:
         raise SmokeFailure(f"'{' '.join(argv)}' did not finish in {timeout} s")
     if proc.returncode != 0:
