@@ -26,6 +26,7 @@
 #ifndef DTLTO_TEMPFILES_H
 #define DTLTO_TEMPFILES_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include <mutex>
 #include <string>
@@ -88,9 +89,9 @@ private:
   std::vector<std::string> Paths;
 };
 
-/// Removes a file registered with the signal handler and unregisters it; a
+/// Removes files registered with the signal handler and unregisters them; a
 /// no-op for Keep. Used by input preparation, which keeps no TempFileSet.
-void removeTempFile(llvm::StringRef Path, bool Keep);
+void removeTempFiles(llvm::ArrayRef<std::string> Paths, bool Keep);
 void registerTempFile(llvm::StringRef Path, bool Keep);
 
 } // namespace dtlto

@@ -138,10 +138,12 @@ Error DTLTO::serializeInputsForDistribution() {
 
 void DTLTO::cleanup() {
   TimeTraceScope Scope("DTLTO remove serialized inputs");
+  std::vector<std::string> Written;
   for (const std::shared_ptr<InputFile> &Input : InputFiles)
     if (mustWrite(*Input))
-      dtlto::removeTempFile(
-          Input->getPrimaryBitcodeModule().getModuleIdentifier(), SaveTemps);
+      Written.emplace_back(
+          Input->getPrimaryBitcodeModule().getModuleIdentifier());
+  dtlto::removeTempFiles(Written, SaveTemps);
   InputFiles.clear();
   dtlto::forgetOriginalNames();
 }
