@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dtlto/TempFiles.h"
+#include "dtlto/WriteFile.h"
 
 #include "llvm/DTLTO/DTLTO.h"
 #include "llvm/Support/FileSystem.h"
@@ -115,14 +116,9 @@ Error DTLTO::serializeInputsForDistribution() {
   parallelForEach(ToWrite, [&](InputFile *Input) {
     StringRef Path = Input->getPrimaryBitcodeModule().getModuleIdentifier();
     dtlto::registerTempFile(Path, SaveTemps);
-    std::error_code EC;
-    raw_fd_ostream OS(Path, EC, sys::fs::OF_None);
-    if (!EC) {
+    std::error_code EC = dtlto::writeFileOrError(Path, [&](raw_ostream &OS) {
       OS << Input->getFileBuffer().getBuffer();
-      OS.close();
-      EC = OS.error();
-      OS.clear_error();
-    }
+    });
     if (!EC)
       return;
     std::lock_guard<std::mutex> Lock(Mu);

@@ -1,6 +1,7 @@
 //===- BackendConfig.cpp - The LTO configuration sent to dtlto-backend ----===//
 
 #include "dtlto/BackendConfig.h"
+#include "dtlto/WriteFile.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/LTO/Config.h"
@@ -181,19 +182,9 @@ Error writeBackendConfig(StringRef Path, const lto::Config &C,
                     {"llvm_version", LLVM_VERSION_STRING},
                     {"mllvm", toJSON(MllvmArgs)},
                     {"fields", std::move(Fields)}};
-  std::error_code EC;
-  raw_fd_ostream OS(Path, EC, sys::fs::OF_Text);
-  if (!EC) {
+  return writeFile(Path, "dtlto-backend configuration", [&](raw_ostream &OS) {
     OS << formatv("{0:1}", json::Value(std::move(Root))) << "\n";
-    OS.close();
-    EC = OS.error();
-    OS.clear_error();
-  }
-  if (EC)
-    return createStringError(EC, "cannot write the dtlto-backend "
-                                 "configuration '" +
-                                     Path + "': " + EC.message());
-  return Error::success();
+  });
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include "dtlto/Manifest.h"
 #include "dtlto/Options.h"
+#include "dtlto/WriteFile.h"
 
 #include "llvm/LTO/Config.h"
 #include "llvm/Support/Compression.h"
@@ -138,57 +139,46 @@ static void writeStrings(json::OStream &J, StringRef Key,
 
 Error writeManifest(StringRef Path, const CommonPart &Common,
                     ArrayRef<const Job *> Jobs) {
-  std::error_code EC;
-  raw_fd_ostream OS(Path, EC, sys::fs::OF_Text);
-  if (EC)
-    return createStringError(EC, "cannot write the DTLTO job manifest '" +
-                                     Path + "': " + EC.message());
-  json::OStream J(OS, /*IndentSize=*/1);
-  J.object([&] {
-    J.attributeObject("common", [&] {
-      J.attribute("linker_output", Common.LinkerOutput);
-      writeStrings(J, "args", Common.Args);
-      writeStrings(J, "inputs", Common.Inputs);
-    });
-    J.attributeArray("jobs", [&] {
-      for (const Job *Jb : Jobs) {
-        J.object([&] {
-          J.attributeArray("args", [&] {
-            J.value(Jb->ModuleID);
-            J.value("-fthinlto-index=" + Jb->ShardPath);
-            J.value("-o");
-            J.value(Jb->ObjectPath);
+  return writeFile(Path, "DTLTO job manifest", [&](raw_ostream &OS) {
+    json::OStream J(OS, /*IndentSize=*/1);
+    J.object([&] {
+      J.attributeObject("common", [&] {
+        J.attribute("linker_output", Common.LinkerOutput);
+        writeStrings(J, "args", Common.Args);
+        writeStrings(J, "inputs", Common.Inputs);
+      });
+      J.attributeArray("jobs", [&] {
+        for (const Job *Jb : Jobs) {
+          J.object([&] {
+            J.attributeArray("args", [&] {
+              J.value(Jb->ModuleID);
+              J.value("-fthinlto-index=" + Jb->ShardPath);
+              J.value("-o");
+              J.value(Jb->ObjectPath);
+            });
+            J.attributeArray("inputs", [&] {
+              J.value(Jb->ModuleID);
+              J.value(Jb->ShardPath);
+              for (const std::string &M : Jb->ImportedFrom)
+                J.value(M);
+            });
+            writeStrings(J, "outputs", {Jb->ObjectPath});
+            // Extension: lets a scheduler balance load without stat()ing.
+            J.attribute("input_bytes", int64_t(Jb->InputBytes));
           });
-          J.attributeArray("inputs", [&] {
-            J.value(Jb->ModuleID);
-            J.value(Jb->ShardPath);
-            for (const std::string &M : Jb->ImportedFrom)
-              J.value(M);
-          });
-          writeStrings(J, "outputs", {Jb->ObjectPath});
-          // Extension: lets a scheduler balance load without stat()ing.
-          J.attribute("input_bytes", int64_t(Jb->InputBytes));
-        });
-      }
+        }
+      });
+      // Extension: which engine wrote this manifest, and how to run many jobs
+      // in one process of the remote compiler, when it can.
+      J.attributeObject("dtlto", [&] {
+        J.attribute("engine", "dtlto");
+        J.attribute("version", DTLTO_VERSION);
+        if (!Common.BatchArg.empty())
+          J.attribute("batch_arg", Common.BatchArg);
+      });
     });
-    // Extension: which engine wrote this manifest, and how to run many jobs
-    // in one process of the remote compiler, when it can.
-    J.attributeObject("dtlto", [&] {
-      J.attribute("engine", "dtlto");
-      J.attribute("version", DTLTO_VERSION);
-      if (!Common.BatchArg.empty())
-        J.attribute("batch_arg", Common.BatchArg);
-    });
+    OS << "\n";
   });
-  OS << "\n";
-  OS.close();
-  if (OS.has_error()) {
-    EC = OS.error();
-    OS.clear_error();
-    return createStringError(EC, "cannot write the DTLTO job manifest '" +
-                                     Path + "': " + EC.message());
-  }
-  return Error::success();
 }
 
 } // namespace dtlto

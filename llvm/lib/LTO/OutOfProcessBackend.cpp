@@ -28,6 +28,7 @@
 #include "dtlto/Options.h"
 #include "dtlto/Shards.h"
 #include "dtlto/TempFiles.h"
+#include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
@@ -463,18 +464,8 @@ Error OutOfProcessBackend::writeNativeBackendFiles() {
   if (Error E = writeBackendConfig(Native->Config, Conf, Mllvm))
     return E;
   Temps.add(Native->CombinedIndex);
-  std::error_code EC;
-  raw_fd_ostream OS(Native->CombinedIndex, EC, sys::fs::OF_None);
-  if (!EC) {
-    writeIndexToFile(CombinedIndex, OS);
-    OS.close();
-    EC = OS.error();
-    OS.clear_error();
-  }
-  if (EC)
-    return makeError("cannot write the combined index '" +
-                     Native->CombinedIndex + "': " + EC.message());
-  return Error::success();
+  return writeFile(Native->CombinedIndex, "combined index",
+                   [&](raw_ostream &OS) { writeIndexToFile(CombinedIndex, OS); });
 }
 
 Error OutOfProcessBackend::runJobs() {

@@ -2,6 +2,7 @@
 
 #include "dtlto/Shards.h"
 #include "dtlto/TempFiles.h"
+#include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
@@ -12,19 +13,8 @@ using namespace llvm;
 
 namespace dtlto {
 
-static Error writeFile(StringRef Path, StringRef Contents, StringRef What) {
-  std::error_code EC;
-  raw_fd_ostream OS(Path, EC, sys::fs::OF_None);
-  if (!EC) {
-    OS << Contents;
-    OS.close();
-    EC = OS.error();
-    OS.clear_error();
-  }
-  if (EC)
-    return createStringError(EC, "cannot write the " + What + " '" + Path +
-                                     "': " + EC.message());
-  return Error::success();
+static Error writeBytes(StringRef Path, StringRef Contents, StringRef What) {
+  return writeFile(Path, What, [&](raw_ostream &OS) { OS << Contents; });
 }
 
 // Adds a declaration summary for every global referenced by what the shard
@@ -92,10 +82,10 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   raw_svector_ostream BitcodeOS(Bitcode);
   writeIndexToFile(CombinedIndex, BitcodeOS, &ModuleToSummaries,
                    &DeclarationSummaries);
-  if (Error E = writeFile(Req.ShardPath, Bitcode, "DTLTO index shard"))
+  if (Error E = writeBytes(Req.ShardPath, Bitcode, "DTLTO index shard"))
     return std::move(E);
   if (Req.EmitIndexFile)
-    if (Error E = writeFile(Req.EmitName + ".thinlto.bc", Bitcode,
+    if (Error E = writeBytes(Req.EmitName + ".thinlto.bc", Bitcode,
                             "ThinLTO index file"))
       return std::move(E);
 
@@ -111,7 +101,7 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
     std::string Imports;
     for (const std::string &Name : ImportedNames)
       Imports += Name + "\n";
-    if (Error E = writeFile(Req.EmitName + ".imports", Imports,
+    if (Error E = writeBytes(Req.EmitName + ".imports", Imports,
                             "ThinLTO imports file"))
       return std::move(E);
   }

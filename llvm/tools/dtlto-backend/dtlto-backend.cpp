@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dtlto/BackendConfig.h"
+#include "dtlto/WriteFile.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/CodeGen/CommandFlags.h"
@@ -95,29 +96,6 @@ static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef Path,
   return std::move(*Buf);
 }
 
-// Writes the object next to its final name, then renames it: a distributor
-// that collects outputs never sees half an object.
-static Error writeObjectFile(StringRef Path, StringRef Data) {
-  std::string Tmp = (Path + ".tmp").str();
-  std::error_code EC;
-  {
-    raw_fd_ostream OS(Tmp, EC, sys::fs::OF_None);
-    if (!EC) {
-      OS << Data;
-      OS.close();
-      EC = OS.error();
-      OS.clear_error();
-    }
-  }
-  if (!EC)
-    EC = sys::fs::rename(Tmp, Path);
-  if (EC) {
-    sys::fs::remove(Tmp);
-    return fail("cannot write the object '" + Path + "': " + EC.message());
-  }
-  return Error::success();
-}
-
 static Error runJob(Link &L, const JobArgs &J) {
   Expected<std::unique_ptr<MemoryBuffer>> ModBuf =
       readFile(J.Module, "module");
@@ -175,7 +153,10 @@ static Error runJob(Link &L, const JobArgs &J) {
                                  ImportList, Defined->second, &ModuleMap,
                                  L.Conf.CodeGenOnly))
     return E;
-  return writeObjectFile(J.Object, Object);
+  // Atomically: a distributor that collects outputs never sees half an object.
+  return dtlto::writeFile(J.Object, "object",
+                          [&](raw_ostream &OS) { OS << Object; },
+                          /*Atomic=*/true);
 }
 
 // Runs jobs named on stdin until it closes.

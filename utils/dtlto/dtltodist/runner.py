@@ -189,7 +189,7 @@ def run_quick_all(argvs: list[list[str]], timeout: float = 30) -> list:
             try:
                 code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _signal_group(proc, None)
+                signal_group(proc, None)
                 proc.wait()
                 code = None
             out.seek(0)
@@ -201,7 +201,7 @@ def run_quick_all(argvs: list[list[str]], timeout: float = 30) -> list:
             if not isinstance(item, OSError):
                 _, proc, out, err = item
                 if proc.returncode is None:  # on the way out through an exception
-                    _signal_group(proc, None)
+                    signal_group(proc, None)
                     proc.wait()
                 out.close()
                 err.close()
@@ -259,10 +259,7 @@ class _Running:
 
     def kill(self) -> None:
         # The job leads its own process group: kill it and all it started.
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(self.proc, None)
 
     def result(self) -> JobResult:
         def read(f):
@@ -471,13 +468,13 @@ def supervise(argv: list[str], tick: Callable[[], None] | None = None,
                 # The first signal is passed on; a second one, or the end of
                 # our patience, kills the group.
                 if passed_on == 0:
-                    _signal_group(proc, received[0])
+                    signal_group(proc, received[0])
                     deadline = time.monotonic() + grace
                 else:
-                    _signal_group(proc, None)
+                    signal_group(proc, None)
                 passed_on = len(received)
             if deadline is not None and time.monotonic() > deadline:
-                _signal_group(proc, None)
+                signal_group(proc, None)
                 deadline = None
             if tick and not received and time.monotonic() >= next_tick:
                 tick()
@@ -487,7 +484,7 @@ def supervise(argv: list[str], tick: Callable[[], None] | None = None,
         # The leader has exited but is not reaped yet, so its group id cannot
         # have been reused: kill what it left behind, then reap it. On the way
         # out through an exception, the same kill stops it.
-        _signal_group(proc, None)
+        signal_group(proc, None)
         proc.wait()
         for s, handler in old_handlers.items():
             signal.signal(s, handler)
@@ -507,7 +504,7 @@ def _has_exited(proc: subprocess.Popen) -> bool:
     return proc.poll() is not None
 
 
-def _signal_group(proc: subprocess.Popen, signo: int | None) -> None:
+def signal_group(proc: subprocess.Popen, signo: int | None) -> None:
     """Send signo (None: kill) to proc's process group.
 
     On Windows only the kill is done: the engine shares our console, so the

@@ -25,7 +25,7 @@ from collections import deque
 
 from .manifest import Job, Manifest
 from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
-from .runner import STOP_SIGNALS, JobResult, Slots, check_outputs
+from .runner import STOP_SIGNALS, JobResult, Slots, check_outputs, signal_group
 
 
 def batch_arg(manifest: Manifest) -> str:
@@ -79,10 +79,7 @@ class _Worker:
         return self.err.read()
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(self.proc, None)
 
     def close(self) -> None:
         try:

@@ -1,0 +1,41 @@
+//===- WriteFile.cpp - Writing a file, with one error for every failure ---===//
+
+#include "dtlto/WriteFile.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+
+using namespace llvm;
+
+namespace dtlto {
+
+std::error_code writeFileOrError(StringRef Path,
+                                 function_ref<void(raw_ostream &)> Write,
+                                 bool Atomic) {
+  std::string Target = Atomic ? (Path + ".tmp").str() : Path.str();
+  std::error_code EC;
+  {
+    raw_fd_ostream OS(Target, EC, sys::fs::OF_None);
+    if (EC)
+      return EC;
+    Write(OS);
+    OS.close();
+    EC = OS.error();
+    OS.clear_error();
+  }
+  if (!EC && Atomic)
+    EC = sys::fs::rename(Target, Path);
+  if (EC && Atomic)
+    sys::fs::remove(Target);
+  return EC;
+}
+
+Error writeFile(StringRef Path, StringRef What,
+                function_ref<void(raw_ostream &)> Write, bool Atomic) {
+  if (std::error_code EC = writeFileOrError(Path, Write, Atomic))
+    return createStringError(EC, "cannot write the " + What + " '" + Path +
+                                     "': " + EC.message());
+  return Error::success();
+}
+
+} // namespace dtlto
