@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Signals.h"
 
 using namespace llvm;
 
@@ -13,6 +14,9 @@ std::error_code writeFileOrError(StringRef Path,
                                  function_ref<void(raw_ostream &)> Write,
                                  bool Atomic) {
   std::string Target = Atomic ? (Path + ".tmp").str() : Path.str();
+  // A process stopped by a signal must not leave the half-written file.
+  if (Atomic)
+    sys::RemoveFileOnSignal(Target);
   std::error_code EC;
   {
     raw_fd_ostream OS(Target, EC, sys::fs::OF_None);
@@ -25,8 +29,11 @@ std::error_code writeFileOrError(StringRef Path,
   }
   if (!EC && Atomic)
     EC = sys::fs::rename(Target, Path);
-  if (EC && Atomic)
-    sys::fs::remove(Target);
+  if (Atomic) {
+    if (EC)
+      sys::fs::remove(Target);
+    sys::DontRemoveFileOnSignal(Target);
+  }
   return EC;
 }
 

@@ -13,6 +13,7 @@ finishes normally. Markers are files, so tests never depend on timing.
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -50,6 +51,9 @@ def run_job(argv):
     p.add_argument("--stdout", default="")
     p.add_argument("--stderr", default="")
     p.add_argument("--exit", type=int, default=0, help="fail with this code, writing nothing")
+    p.add_argument("--temp", action="store_true",
+                   help="like a compiler, keep OUT.tmp while running and remove "
+                        "it when stopped by SIGTERM (never on SIGKILL)")
     p.add_argument("--no-output", action="store_true")
     p.add_argument("--empty-output", action="store_true")
     a = p.parse_args(argv)
@@ -59,6 +63,13 @@ def run_job(argv):
         touch(mark("start"))
         touch(mark("pid"), f"{os.getpid()}\n")
         touch(mark("conc"), f"{count(a.mark, 'start.') - count(a.mark, 'end.')}\n")
+    if a.temp:
+        touch(a.out + ".tmp")
+
+        def on_term(signo, frame):
+            os.remove(a.out + ".tmp")
+            os._exit(128 + signo)
+        signal.signal(signal.SIGTERM, on_term)
     if a.wait_for and not wait_for(a.wait_for) and mark:
         touch(mark("timeout"))
     if a.child:

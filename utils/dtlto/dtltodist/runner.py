@@ -321,8 +321,7 @@ class Runner:
         finally:
             # Every way out, a signal or a bug included: no job outlives us
             # and no token is lost.
-            for r in running.values():
-                r.kill()
+            stop_groups([r.proc for r in running.values()])
             for r in running.values():
                 r.proc.wait()
                 r.result()
@@ -407,8 +406,7 @@ class Runner:
             return
         self.failure = result
         self.reporter.failed(result, self.shown(result.job, argv))
-        for r in running.values():
-            r.kill()
+        stop_groups([r.proc for r in running.values()])
 
     def _finish(self, jobs, stopped: int) -> int:
         rep = self.reporter
@@ -502,6 +500,28 @@ def _has_exited(proc: subprocess.Popen) -> bool:
         except ChildProcessError:
             return True
     return proc.poll() is not None
+
+
+# How long stopped jobs get to clean up before they are killed: a compiler
+# removes its half-written output on SIGTERM (LLVM's signal handler), never
+# on SIGKILL. Shorter than the linker's own patience with a distributor.
+STOP_GRACE = 2.0
+
+
+def stop_groups(procs: list, grace: float = STOP_GRACE) -> None:
+    """Stop the process groups of procs: SIGTERM, then SIGKILL for what is
+    still there after `grace` seconds. Returns once every leader has exited
+    (the caller reaps them)."""
+    for proc in procs:
+        signal_group(proc, signal.SIGTERM if os.name == "posix" else None)
+    deadline = time.monotonic() + grace
+    while any(not _has_exited(p) for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for proc in procs:
+        signal_group(proc, None)  # what is left, the leaders' children too
+    for proc in procs:
+        while not _has_exited(proc):
+            time.sleep(0.01)
 
 
 def signal_group(proc: subprocess.Popen, signo: int | None) -> None:

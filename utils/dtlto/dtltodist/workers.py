@@ -25,7 +25,7 @@ from collections import deque
 
 from .manifest import Job, Manifest
 from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
-from .runner import STOP_SIGNALS, JobResult, Slots, check_outputs, signal_group
+from .runner import STOP_SIGNALS, JobResult, Slots, check_outputs, signal_group, stop_groups
 
 
 def batch_arg(manifest: Manifest) -> str:
@@ -119,9 +119,8 @@ class BatchRunner:
             # Idle workers end when their stdin closes; busy ones (after a
             # failure or a signal) are killed. Nothing outlives us.
             stopping = self._signal or self.failure
+            stop_groups([w.proc for w in workers if stopping and w.job])
             for w in workers:
-                if stopping and w.job:
-                    w.kill()
                 w.close()
             for w in workers:
                 try:
