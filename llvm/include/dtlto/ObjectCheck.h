@@ -20,16 +20,25 @@
 
 namespace dtlto {
 
+/// A symbol a module's object may have to define, with the GUID the index
+/// knows it by.
+struct RequiredSymbol {
+  llvm::StringRef Name;
+  llvm::GlobalValue::GUID GUID;
+};
+
 /// The symbols a module's object must define: its live definitions that keep
 /// strong external linkage after the thin link (everything else may be
-/// internalized, inlined away or dropped by the backend).
-std::vector<std::string>
+/// internalized, inlined away or dropped by the backend). Locals promoted by
+/// the thin link are among them, known by their source name; checkObject
+/// tells them apart, only for names it does not find.
+std::vector<RequiredSymbol>
 requiredSymbols(const llvm::ModuleSummaryIndex &CombinedIndex,
                 const llvm::GVSummaryMapTy &DefinedGlobals);
 
 /// Checks one object; the error names the object file and what is wrong.
 llvm::Error checkObject(llvm::MemoryBufferRef Object, const llvm::Triple &TT,
-                        llvm::ArrayRef<std::string> Required);
+                        llvm::ArrayRef<RequiredSymbol> Required);
 
 } // namespace dtlto
 

@@ -56,14 +56,7 @@ std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
 /// ASCII-named temporary copy, like archive members.
 bool isSafeModulePath(llvm::StringRef Path);
 
-/// The name an input had before input preparation gave it a temporary file
-/// (e.g. "lib.a(m.o at 140)"), for what users see: diagnostics, and the
-/// files of --thinlto-emit-index-files / --thinlto-emit-imports-files.
-/// Input preparation (lto::DTLTO) and the backend are separate objects that
-/// LLD's interfaces do not connect, hence this process-wide table.
-void recordOriginalName(llvm::StringRef ModuleID, llvm::StringRef Original);
-std::string originalName(llvm::StringRef ModuleID);
-void forgetOriginalNames();
+
 
 /// A set of temporary files that must not outlive the link: they are removed
 /// when the set is destroyed, and by LLVM's signal handler if the linker is
@@ -80,6 +73,9 @@ public:
   /// Registers Path before it is created, so that an interrupt between its
   /// creation and its registration cannot leak it.
   void add(llvm::StringRef Path);
+  /// Drops Path without removing it: it could not be created, and whatever
+  /// is there is not ours.
+  void forget(llvm::StringRef Path);
   void removeAll();
   bool keep() const { return Keep; }
 

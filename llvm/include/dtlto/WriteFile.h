@@ -19,7 +19,9 @@
 namespace dtlto {
 
 /// Writes Path through Write. With Atomic the data goes to a file next to
-/// Path that is then renamed over it: a reader never sees part of it.
+/// Path that is then renamed over it: a reader never sees part of it. On
+/// failure nothing written is left, and a file that was there before (when
+/// the open failed) is not touched.
 std::error_code writeFileOrError(llvm::StringRef Path,
                                  llvm::function_ref<void(llvm::raw_ostream &)> Write,
                                  bool Atomic = false);

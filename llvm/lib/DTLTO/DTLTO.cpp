@@ -10,30 +10,35 @@
 //   - inputs whose path is not ASCII: LLVM 22's index writer garbles such
 //     module paths, so they get an ASCII-named temporary copy.
 // Only the inputs the link actually uses reach addInput() (LLD adds archive
-// members lazily), and only ThinLTO modules are written out: regular LTO
-// modules are compiled in the linker.
+// members lazily), and the backend writes out only the copies its jobs read
+// (see PreparedInputs.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "dtlto/PreparedInputs.h"
 #include "dtlto/TempFiles.h"
-#include "dtlto/WriteFile.h"
 
 #include "llvm/DTLTO/DTLTO.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Parallel.h"
 #include "llvm/Support/TimeProfiler.h"
-#include "llvm/Support/raw_ostream.h"
-#include <mutex>
-#include <optional>
 
 using namespace llvm;
 using namespace llvm::lto;
 
+static std::string describe(const InputFile &Input) {
+  if (!Input.getArchivePath().empty())
+    return "archive member '" + Input.getArchivePath().str() + "(" +
+           Input.getMemberName().str() + ")'";
+  if (Input.isFatLTOObject())
+    return "FatLTO bitcode of '" + Input.getName().str() + "'";
+  return "ASCII-named copy of '" + Input.getName().str() + "'";
+}
+
 Expected<std::shared_ptr<InputFile>>
 DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
   TimeTraceScope Scope("DTLTO add input", InputPtr->getName());
-  // The InputFile must stay alive until its bitcode is written out in run().
+  // The InputFile, and so its buffer, must stay alive until the backend has
+  // written out the copy, during run().
   std::shared_ptr<InputFile> Input(InputPtr.release());
   InputFiles.push_back(Input);
   if (LinkerOutputDir.empty())
@@ -70,7 +75,13 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
       NewID.insert(NewID.size() - 2, "." + std::to_string(InputFiles.size()));
     Input->setSerializeForDistribution(true);
   }
-  dtlto::recordOriginalName(NewID, OldID);
+  dtlto::PreparedInput Prepared;
+  Prepared.OriginalName = std::string(OldID);
+  if (Input->getSerializeForDistribution()) {
+    Prepared.Copy = Input->getFileBuffer();
+    Prepared.Description = describe(*Input);
+  }
+  dtlto::recordPreparedInput(NewID, std::move(Prepared));
   BM.setModuleIdentifier(Saver.save(NewID));
   return Input;
 }
@@ -91,55 +102,12 @@ Expected<bool> DTLTO::isThinArchive(const StringRef ArchivePath) {
   return Thin;
 }
 
-static bool mustWrite(const InputFile &Input) {
-  return Input.getSerializeForDistribution() && Input.isThinLTO();
-}
+// The copies are written by the backend, and only those a job reads: a
+// relink served wholly from the ThinLTO cache writes none.
+Error DTLTO::serializeInputsForDistribution() { return Error::success(); }
 
-static std::string describe(const InputFile &Input) {
-  if (!Input.getArchivePath().empty())
-    return "archive member '" + Input.getArchivePath().str() + "(" +
-           Input.getMemberName().str() + ")'";
-  if (Input.isFatLTOObject())
-    return "FatLTO bitcode of '" + Input.getName().str() + "'";
-  return "ASCII-named copy of '" + Input.getName().str() + "'";
-}
-
-Error DTLTO::serializeInputsForDistribution() {
-  TimeTraceScope Scope("DTLTO serialize inputs");
-  std::vector<InputFile *> ToWrite;
-  for (const std::shared_ptr<InputFile> &Input : InputFiles)
-    if (mustWrite(*Input))
-      ToWrite.push_back(Input.get());
-
-  std::mutex Mu;
-  std::optional<Error> FirstError;
-  parallelForEach(ToWrite, [&](InputFile *Input) {
-    StringRef Path = Input->getPrimaryBitcodeModule().getModuleIdentifier();
-    dtlto::registerTempFile(Path, SaveTemps);
-    std::error_code EC = dtlto::writeFileOrError(Path, [&](raw_ostream &OS) {
-      OS << Input->getFileBuffer().getBuffer();
-    });
-    if (!EC)
-      return;
-    std::lock_guard<std::mutex> Lock(Mu);
-    if (!FirstError)
-      FirstError = createStringError(EC, "DTLTO cannot write the " +
-                                             describe(*Input) + " to '" +
-                                             Path + "': " + EC.message());
-  });
-  if (FirstError)
-    return std::move(*FirstError);
-  return Error::success();
-}
-
+// The backend removed the copies it wrote.
 void DTLTO::cleanup() {
-  TimeTraceScope Scope("DTLTO remove serialized inputs");
-  std::vector<std::string> Written;
-  for (const std::shared_ptr<InputFile> &Input : InputFiles)
-    if (mustWrite(*Input))
-      Written.emplace_back(
-          Input->getPrimaryBitcodeModule().getModuleIdentifier());
-  dtlto::removeTempFiles(Written, SaveTemps);
   InputFiles.clear();
-  dtlto::forgetOriginalNames();
+  dtlto::forgetPreparedInputs();
 }

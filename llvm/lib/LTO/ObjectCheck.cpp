@@ -9,10 +9,10 @@ using namespace llvm;
 
 namespace dtlto {
 
-std::vector<std::string>
+std::vector<RequiredSymbol>
 requiredSymbols(const ModuleSummaryIndex &CombinedIndex,
                 const GVSummaryMapTy &DefinedGlobals) {
-  std::vector<std::string> Names;
+  std::vector<RequiredSymbol> Names;
   for (const auto &[GUID, Summary] : DefinedGlobals) {
     if (!Summary->isLive() ||
         Summary->linkage() != GlobalValue::ExternalLinkage)
@@ -22,14 +22,9 @@ requiredSymbols(const ModuleSummaryIndex &CombinedIndex,
     if (auto *Var = dyn_cast<GlobalVarSummary>(Summary))
       if (CombinedIndex.isReadOnly(Var) || CombinedIndex.isWriteOnly(Var))
         continue;
-    // Promoted locals have external linkage by now, but are known by their
-    // GUID only: the index keeps their source name, which is not the name of
-    // the promoted symbol. A name hashes to its GUID only for real globals.
     StringRef Name = CombinedIndex.getValueInfo(GUID).name();
-    if (Name.empty() ||
-        GlobalValue::getGUIDAssumingExternalLinkage(Name) != GUID)
-      continue;
-    Names.push_back(std::string(GlobalValue::dropLLVMManglingEscape(Name)));
+    if (!Name.empty())
+      Names.push_back({Name, GUID});
   }
   return Names;
 }
@@ -40,7 +35,7 @@ static Error objectError(MemoryBufferRef Object, const Twine &Problem) {
 }
 
 Error checkObject(MemoryBufferRef Object, const Triple &TT,
-                  ArrayRef<std::string> Required) {
+                  ArrayRef<RequiredSymbol> Required) {
   if (Object.getBufferSize() == 0)
     return objectError(Object, "is empty");
   Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
@@ -83,12 +78,25 @@ Error checkObject(MemoryBufferRef Object, const Triple &TT,
       TT.isOSBinFormatMachO() ||
       (TT.isOSBinFormatCOFF() && TT.getArch() == Triple::x86);
   std::vector<StringRef> Missing;
-  for (const std::string &Name : Required)
-    if (!Defined.contains(Name) &&
-        !(UnderscorePrefix && Defined.contains("_" + Name)))
-      Missing.push_back(Name);
+  for (const RequiredSymbol &R : Required) {
+    StringRef Name = GlobalValue::dropLLVMManglingEscape(R.Name);
+    if (Defined.contains(Name) ||
+        (UnderscorePrefix && Defined.contains(("_" + Name).str())))
+      continue;
+    // Promoted locals have external linkage by now, but the index keeps
+    // their source name, not the promoted symbol's. A name hashes to its
+    // GUID only for a real global; hashing only what is missing keeps the
+    // check cheap.
+    if (GlobalValue::getGUIDAssumingExternalLinkage(R.Name) != R.GUID)
+      continue;
+    Missing.push_back(Name);
+  }
   if (Missing.empty())
     return Error::success();
+  // Only now: how many real globals the module had to define.
+  size_t Checked = count_if(Required, [](const RequiredSymbol &R) {
+    return GlobalValue::getGUIDAssumingExternalLinkage(R.Name) == R.GUID;
+  });
   std::string List;
   for (size_t I = 0; I < Missing.size() && I < 3; ++I)
     List += (I ? ", '" : "'") + Missing[I].str() + "'";
@@ -96,7 +104,7 @@ Error checkObject(MemoryBufferRef Object, const Triple &TT,
     List += " and " + std::to_string(Missing.size() - 3) + " more";
   return objectError(Object,
                      "lacks " + Twine(Missing.size()) + " of the " +
-                         Twine(Required.size()) +
+                         Twine(Checked) +
                          " definitions its module must provide (" + List +
                          "); the remote compiler probably failed to load an "
                          "input and still exited 0");

@@ -26,11 +26,13 @@
 #include "dtlto/Manifest.h"
 #include "dtlto/ObjectCheck.h"
 #include "dtlto/Options.h"
+#include "dtlto/PreparedInputs.h"
 #include "dtlto/Shards.h"
 #include "dtlto/TempFiles.h"
 #include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/LTO/LTO.h"
@@ -87,7 +89,7 @@ struct JobState {
   /// Set on a cache miss: where the verified object must go so that it is
   /// both cached and added to the link.
   AddStreamFn CacheStream;
-  std::vector<std::string> RequiredSymbols;
+  std::vector<RequiredSymbol> RequiredSymbols;
   /// What compiling the job in the linker needs.
   std::optional<BitcodeModule> Module;
   const FunctionImporter::ImportMapTy *ImportList = nullptr;
@@ -131,6 +133,7 @@ public:
 
 private:
   Error runJobs();
+  Error writeInputCopies(ArrayRef<JobState *> Pending);
   Error writeNativeBackendFiles();
   Error failLink(Error E);
   Error checkSettings();
@@ -317,7 +320,8 @@ bool OutOfProcessBackend::lookUpCache(JobState &State, StringRef Key) {
       sys::fs::remove(Entry);
     }
   }
-  Expected<AddStreamFn> CacheStream = Cache(J.Task, Key, J.ModuleID);
+  Expected<AddStreamFn> CacheStream =
+      Cache(J.Task, Key, originalName(J.ModuleID));
   if (!CacheStream) {
     recordError(CacheStream.takeError());
     return false;
@@ -333,6 +337,7 @@ Error OutOfProcessBackend::prepareJob(
     const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes>
         &ResolvedODR) {
   Job &J = State.J;
+  TimeTraceScope Scope("DTLTO prepare job", J.ModuleID);
   State.RequiredSymbols = requiredSymbols(CombinedIndex, *State.DefinedGlobals);
 
   // A module without a hash cannot be keyed safely; in-process ThinLTO does
@@ -452,6 +457,24 @@ Error OutOfProcessBackend::failLink(Error E) {
   _exit(1);
 }
 
+// The copies of archive members and FatLTO bitcode that the jobs read: each
+// job's module and the modules it imports from.
+Error OutOfProcessBackend::writeInputCopies(ArrayRef<JobState *> Pending) {
+  TimeTraceScope Scope("DTLTO write input copies");
+  std::vector<std::string> Read;
+  StringSet<> Seen;
+  for (const JobState *State : Pending) {
+    if (Seen.insert(State->J.ModuleID).second)
+      Read.push_back(State->J.ModuleID);
+    for (const std::string &M : State->J.ImportedFrom)
+      if (Seen.insert(M).second)
+        Read.push_back(M);
+  }
+  return writeCopies(
+      Read, [this](StringRef Path) { Temps.add(Path); },
+      [this](StringRef Path) { Temps.forget(Path); });
+}
+
 // dtlto-backend gets the linker's LTO configuration and the whole combined
 // index, once per link, and runs each job from them as in-process ThinLTO.
 Error OutOfProcessBackend::writeNativeBackendFiles() {
@@ -494,6 +517,8 @@ Error OutOfProcessBackend::runJobs() {
   for (const JobState *State : Pending)
     ManifestJobs.push_back(&State->J);
 
+  if (Error E = writeInputCopies(Pending))
+    return E;
   if (Native)
     if (Error E = writeNativeBackendFiles())
       return E;

@@ -1,7 +1,7 @@
 //===- Shards.cpp - Per-module summary index shards -----------------------===//
 
 #include "dtlto/Shards.h"
-#include "dtlto/TempFiles.h"
+#include "dtlto/PreparedInputs.h"
 #include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/STLExtras.h"

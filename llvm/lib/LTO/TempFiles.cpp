@@ -93,24 +93,6 @@ std::string serializedInputPath(StringRef LinkerOutputFile,
   return notAnOption(Path);
 }
 
-static std::mutex OriginalNamesMu;
-static StringMap<std::string> OriginalNames;
-
-void recordOriginalName(StringRef ModuleID, StringRef Original) {
-  std::lock_guard<std::mutex> Lock(OriginalNamesMu);
-  OriginalNames[ModuleID] = std::string(Original);
-}
-
-std::string originalName(StringRef ModuleID) {
-  std::lock_guard<std::mutex> Lock(OriginalNamesMu);
-  auto It = OriginalNames.find(ModuleID);
-  return It == OriginalNames.end() ? std::string(ModuleID) : It->second;
-}
-
-void forgetOriginalNames() {
-  std::lock_guard<std::mutex> Lock(OriginalNamesMu);
-  OriginalNames.clear();
-}
 
 std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
   if (sys::path::is_absolute(MemberName))
@@ -151,6 +133,16 @@ void TempFileSet::add(StringRef Path) {
   registerTempFile(Path, Keep);
   std::lock_guard<std::mutex> Lock(Mu);
   Paths.emplace_back(Path);
+}
+
+void TempFileSet::forget(StringRef Path) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  auto It = llvm::find(Paths, Path);
+  if (It == Paths.end())
+    return;
+  Paths.erase(It);
+  if (!Keep)
+    sys::DontRemoveFileOnSignal(Path);
 }
 
 void TempFileSet::removeAll() {

@@ -20,8 +20,12 @@ std::error_code writeFileOrError(StringRef Path,
   std::error_code EC;
   {
     raw_fd_ostream OS(Target, EC, sys::fs::OF_None);
-    if (EC)
+    if (EC) {
+      // Nothing was created: whatever is at Target is not ours to remove.
+      if (Atomic)
+        sys::DontRemoveFileOnSignal(Target);
       return EC;
+    }
     Write(OS);
     OS.close();
     EC = OS.error();
@@ -29,11 +33,11 @@ std::error_code writeFileOrError(StringRef Path,
   }
   if (!EC && Atomic)
     EC = sys::fs::rename(Target, Path);
-  if (Atomic) {
-    if (EC)
-      sys::fs::remove(Target);
+  // A file we created but could not complete goes.
+  if (EC)
+    sys::fs::remove(Target);
+  if (Atomic)
     sys::DontRemoveFileOnSignal(Target);
-  }
   return EC;
 }
 
