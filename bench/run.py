@@ -54,6 +54,10 @@ def parse_args(argv):
                         "($DTLTO_BENCH_CACHE, default: %(default)s)")
     p.add_argument("--ld-lld", default=os.path.join(SRC_ROOT, "build", "bin", "ld.lld"),
                    help="our linker (default: %(default)s)")
+    p.add_argument("--dtlto-backend",
+                   default=os.path.join(SRC_ROOT, "build", "bin", "dtlto-backend"),
+                   help="our native backend, the remote compiler of the "
+                        "ours-native mode (default: %(default)s)")
     p.add_argument("--stock-ld-lld", default=os.path.join(LLVM_BIN, "ld.lld"),
                    help="LLVM 22's linker (default: %(default)s)")
     p.add_argument("--clang", default=os.path.join(LLVM_BIN, "clang"),

@@ -17,20 +17,22 @@ from .util import clean_env, log
 
 # Names of the temporary files DTLTO leaves next to the output when it does
 # not clean up (LLVM's and ours).
-STRAY = re.compile(r"\.(dist-file\.json|native\.o|native\.o\.thinlto\.bc|thinlto\.bc|imports)$"
-                   r"|\.\d+\.\d+\.o$")
+STRAY = re.compile(r"\.(dist-file\.json|native\.o|native\.o\.thinlto\.bc|thinlto\.bc|imports"
+                   r"|dtlto-config\.json|dtlto-index\.bc)$"
+                   r"|\.\d+\.\d+\.o$|\.[0-9a-f]{16}(\.\d+)?\.o$|\.o\.tmp$")
 
 
-def snapshot_linker(path, dest_dir):
-    """A private copy of a linker, named ld.lld (LLD picks its flavour from
-    argv[0]). Other engineers rebuild build/bin while a benchmark runs; the
-    copy keeps every run of a mode on the same binary."""
+def snapshot_linker(path, dest_dir, name="ld.lld"):
+    """A private copy of one of our binaries: the linker, named ld.lld (LLD
+    picks its flavour from argv[0]), or dtlto-backend (the engine recognises
+    it by name). Others rebuild build/bin while a benchmark runs; the copy
+    keeps every run of a mode on the same binary."""
     real = os.path.realpath(path)
     if not os.access(real, os.X_OK):
-        raise BenchError(f"{path} is missing or not executable: our ld.lld "
+        raise BenchError(f"{path} is missing or not executable: our {name} "
                          "(build it: ninja -C build)")
     os.makedirs(dest_dir, exist_ok=True)
-    dest = os.path.join(dest_dir, "ld.lld")
+    dest = os.path.join(dest_dir, name)
     shutil.copy2(real, dest)
     return dest, elfdiff.sha256(dest)
 
@@ -43,6 +45,9 @@ class Context:
         self.stock_ld = os.path.abspath(args.stock_ld_lld)
         self.distributor = os.path.abspath(args.distributor)
         self.remote_compiler = os.path.realpath(args.clang)
+        self.native_backend, _ = snapshot_linker(
+            args.dtlto_backend, os.path.join(args.out, "linker-snapshot"),
+            name="dtlto-backend")
         self.cache_root = os.path.join(args.cache, "thinlto-cache")
         self.program = None
 

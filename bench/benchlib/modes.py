@@ -15,6 +15,7 @@ class Mode:
     distributed: bool    # runs backend jobs through the distributor
     warm_cache: bool = False  # relinks against a ThinLTO cache warmed first
     trace: bool = True   # gets a separate --time-trace run for the phase split
+    native: bool = False  # dtlto-backend is the remote compiler (batch workers)
 
     def argv(self, ctx, base_args):
         """The linker command: linker, recorded arguments, mode options."""
@@ -23,7 +24,8 @@ class Mode:
         if self.distributed:
             extra += [f"--thinlto-distributor={ctx.distributor}",
                       f"--thinlto-distributor-arg=--jobs={ctx.jobs}",
-                      f"--thinlto-remote-compiler={ctx.remote_compiler}"]
+                      "--thinlto-remote-compiler=" +
+                      (ctx.native_backend if self.native else ctx.remote_compiler)]
         if self.warm_cache:
             extra.append(f"--thinlto-cache-dir={ctx.cache_dir(self)}")
         return [linker] + list(base_args) + extra
@@ -38,9 +40,12 @@ MODES = [
     Mode("ours", "our ld.lld DTLTO + local.py", "ours", True),
     Mode("ours-cache", "our ld.lld DTLTO, warm ThinLTO cache", "ours", True,
          warm_cache=True),
+    Mode("ours-native", "our ld.lld DTLTO + local.py, dtlto-backend batch workers",
+         "ours", True, native=True),
 ]
 
 # The reference every output is compared with, and the ratio denominators.
 REFERENCE = "inproc"
 OURS = "ours"
 STOCK = "stock"
+NATIVE = "ours-native"

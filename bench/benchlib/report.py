@@ -3,7 +3,7 @@
 import statistics
 
 from . import elfdiff
-from .modes import OURS, REFERENCE, STOCK
+from .modes import NATIVE, OURS, REFERENCE, STOCK
 
 MIB = 1024 * 1024
 
@@ -134,6 +134,24 @@ def markdown(results):
                      f"| {_fmt_ratio(ratio(prog, OURS, STOCK, 'cpu'))} "
                      f"| {_per_job(prog)} | {_engine(prog)} "
                      f"| {_same_bytes(prog, OURS, STOCK)} | {_load(prog)} |")
+    if any(NATIVE in prog["modes"] for prog in results["programs"].values()):
+        lines.append("")
+        lines.append("With dtlto-backend as the remote compiler (batch workers, "
+                     "no compiler start-up per job):")
+        lines.append("")
+        lines.append("| program | native / in-process wall | native / in-process CPU "
+                     "| native / stock wall | native / stock CPU "
+                     "| native output vs in-process |")
+        lines.append("|---|---|---|---|---|---|")
+        for name, prog in results["programs"].items():
+            if NATIVE not in prog["modes"]:
+                continue
+            lines.append(
+                f"| {name} | {_fmt_ratio(ratio(prog, NATIVE, REFERENCE, 'wall'))} "
+                f"| {_fmt_ratio(ratio(prog, NATIVE, REFERENCE, 'cpu'))} "
+                f"| {_fmt_ratio(ratio(prog, NATIVE, STOCK, 'wall'))} "
+                f"| {_fmt_ratio(ratio(prog, NATIVE, STOCK, 'cpu'))} "
+                f"| {_equivalence(prog, NATIVE)[0]} |")
     lines.append("")
     lines.append("Every mode, median [min-max]; RSS in MiB; jobs = backend "
                  "compilations the distributor ran:")
