@@ -7,7 +7,9 @@
 //   start()  per module, on the thread pool: look the module up in the
 //            ThinLTO cache (a hit is handed to the link by the cache), else
 //            write its index shard and record a job.
-//   wait()   write the manifest (largest job first), run the distributor,
+//   wait()   write the copies of archive members the jobs read (and, for
+//            dtlto-backend, the LTO configuration and the combined index),
+//            write the manifest (largest job first), run the distributor,
 //            check every object it produced, and hand each object to the
 //            link (and to the cache) through the usual AddStream interface.
 //            A job the distributor failed to deliver (or all of them, when
