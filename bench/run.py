@@ -21,6 +21,7 @@ from benchlib.modes import MODES  # noqa: E402
 from benchlib.prepare import install_packages, prepare  # noqa: E402
 from benchlib.programs import PROGRAMS  # noqa: E402
 from benchlib.util import log  # noqa: E402
+from benchlib.variants import VARIANTS  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
 LLVM_BIN = "/usr/lib/llvm-22/bin"
@@ -66,6 +67,11 @@ def parse_args(argv):
                    default=os.path.join(SRC_ROOT, "utils", "dtlto", "local.py"),
                    help="the local distributor, run with --jobs N "
                         "(default: %(default)s)")
+    p.add_argument("--variants", default="", metavar="LIST",
+                   help="also check equivalence under link-time variants: a comma "
+                        "list of O3,no-pie,mllvm,sample-profile, or 'all' "
+                        "(default: none); each is linked in-process, with "
+                        "dtlto-backend and with clang, and compared")
     p.add_argument("--sample-ms", type=float, default=20, metavar="MS",
                    help="process-tree RSS sampling interval (default: %(default)s)")
     p.add_argument("--no-warmup", action="store_true",
@@ -92,6 +98,14 @@ def parse_args(argv):
     for key in args.modes:
         if key not in keys:
             p.error(f"unknown mode '{key}' (known: {', '.join(sorted(keys))})")
+    known_variants = [v.key for v in VARIANTS]
+    args.variants = (known_variants if args.variants == "all"
+                     else [x for x in args.variants.split(",") if x])
+    for key in args.variants:
+        if key not in known_variants:
+            p.error(f"unknown variant '{key}' (known: {', '.join(known_variants)})")
+    if args.variants and not {"inproc", "ours", "ours-native"} <= set(args.modes):
+        p.error("--variants needs the modes inproc, ours and ours-native")
     runs_for = {}
     for item in args.runs_for:
         name, _, n = item.partition("=")

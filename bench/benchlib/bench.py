@@ -11,7 +11,8 @@ import sys
 
 from . import BenchError, elfdiff, report, trace
 from .measure import run_link
-from .modes import MODES, REFERENCE
+from .modes import MODES, NATIVE, OURS, REFERENCE
+from .variants import VARIANTS, write_sample_profile
 from .programs import PROGRAMS, SmokeFailure, smoke_dir
 from .util import clean_env, log
 
@@ -215,7 +216,54 @@ class ProgramBench:
                                   "the cache was warm")
         if self.args.trace_runs:
             self.traces()
+        if self.args.variants:
+            self.variants()
         return self.result
+
+    def variants(self):
+        """Each link-time variant linked in-process, with dtlto-backend and
+        with clang; the DTLTO outputs compared with the in-process one, and
+        dtlto-backend's smoke-tested."""
+        by_key = {m.key: m for m in MODES}
+        ref, native, clang = by_key[REFERENCE], by_key[NATIVE], by_key[OURS]
+        work = os.path.join(self.logdir, "variants")
+        os.makedirs(work, exist_ok=True)
+        out = self.result["variants"] = {}
+        for v in [v for v in VARIANTS if v.key in self.args.variants]:
+            if v.key == "sample-profile":
+                write_sample_profile(self.output(ref), work)
+            outputs = {}
+            for mode in (ref, native, clang):
+                args = v.change(list(self.base), work)
+                oi = _output_arg(args)
+                args[oi] = f"{self.output(mode)}-{v.key}"
+                argv = mode.argv(self.ctx, args)
+                err = os.path.join(self.logdir, f"variant-{v.key}-{mode.key}.err")
+                with open(err, "wb") as f:
+                    r = subprocess.run(argv, cwd=self.cwd, env=self.env(mode),
+                                       stdout=f, stderr=f)
+                outputs[mode.key] = args[oi] if r.returncode == 0 else None
+            entry = {}
+            for mode in (native, clang):
+                o, refo = outputs[mode.key], outputs[ref.key]
+                entry[mode.key] = (elfdiff.compare(refo, o) if o and refo
+                                   else {"failed": True})
+            if outputs[native.key]:
+                workdir = smoke_dir()
+                try:
+                    self.program.smoke(outputs[native.key], self.build["tree"], workdir)
+                    entry["smoke"] = "pass"
+                except SmokeFailure as e:
+                    entry["smoke"] = f"FAIL: {e}"
+                finally:
+                    shutil.rmtree(workdir, ignore_errors=True)
+            for o in outputs.values():
+                if o and os.path.exists(o):
+                    os.remove(o)
+            out[v.key] = entry
+            log(f"{self.program.name} / variant {v.key}: dtlto-backend "
+                f"{report.equivalence_text(entry.get(native.key))}, clang "
+                f"{report.equivalence_text(entry.get(clang.key))}")
 
 
     def traces(self):

@@ -88,6 +88,15 @@ def _jobs(runs):
     return text
 
 
+def equivalence_text(result):
+    """A comparison's one-line summary; a link that failed says so."""
+    if result is None:
+        return "-"
+    if result.get("failed"):
+        return "LINK FAILED"
+    return elfdiff.summary(result)
+
+
 def _equivalence(prog, mode):
     info = prog["modes"][mode]
     checked = list(info.get("checked", {}).values())
@@ -171,6 +180,18 @@ def markdown(results):
                 f"| {_fmt_range(stat(runs, 'linker_peak_rss'), MIB, 0)} "
                 f"| {_fmt_range(stat(runs, 'tree_peak_rss'), MIB, 0)} "
                 f"| {_jobs(runs)} | {eq} | {smoke} |")
+    if any(prog.get("variants") for prog in results["programs"].values()):
+        lines.append("")
+        lines.append("Equivalence under link-time variants (options that change code "
+                     "generation), against in-process ThinLTO with the same options:")
+        lines.append("")
+        lines.append("| program | variant | dtlto-backend | smoke test | clang |")
+        lines.append("|---|---|---|---|---|")
+        for name, prog in results["programs"].items():
+            for key, entry in prog.get("variants", {}).items():
+                lines.append(f"| {name} | {key} | {equivalence_text(entry.get(NATIVE))} "
+                             f"| {entry.get('smoke', '-')} "
+                             f"| {equivalence_text(entry.get(OURS))} |")
     if any(prog.get("phases") for prog in results["programs"].values()):
         lines.append("")
         lines.append(f"Phases in seconds, median of {results.get('trace_runs', 1)} "

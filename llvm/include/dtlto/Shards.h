@@ -25,12 +25,11 @@ struct ShardRequest {
   /// does. EmitName is the module's name before input preparation.
   std::string EmitName;
   bool EmitIndexFile = false;
-  /// Also carry a summary of every global the module and its imports refer
-  /// to (as a declaration, never imported). In-process ThinLTO sees them in
-  /// the combined index and makes, e.g., a reference to a global defined
-  /// elsewhere in the program direct instead of through the GOT; a remote
-  /// clang sees only what the shard holds. (dtlto-backend reads the whole
-  /// index instead.)
+  /// Also carry a summary (as a declaration, never imported) of each global
+  /// that the module and its imports take the address of and that is local
+  /// to the output. In-process ThinLTO sees them in the combined index and
+  /// accesses them directly instead of through the GOT; a remote clang sees
+  /// only what the shard holds. (dtlto-backend reads the whole index.)
   bool AddReferencedDeclarations = false;
   /// Whether a module path names a ThinLTO module, a file a job can load
   /// (summaries of regular LTO modules live in the index too).

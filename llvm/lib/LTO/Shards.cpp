@@ -17,10 +17,15 @@ static Error writeBytes(StringRef Path, StringRef Contents, StringRef What) {
   return writeFile(Path, What, [&](raw_ostream &OS) { OS << Contents; });
 }
 
-// Adds a declaration summary for every global referenced by what the shard
-// holds and not defined in it. One summary per global is enough: once the thin
-// link has propagated dso_local, every copy carries the same flags. A copy in
-// a module the job reads anyway is preferred, so that few new inputs come in.
+// Adds a declaration summary for the globals that what the shard holds
+// refers to by address (variables, functions whose address is taken) and
+// that are local to the output. Only those change code: an access to a
+// global the backend knows is local is direct, not through the GOT; a call
+// is the same instruction either way. Each one's module becomes an input of
+// the job (clang opens it), so the fewer the better. One summary per global
+// is enough: once the thin link has propagated dso_local, every copy
+// carries the same flags; a copy in a module the job reads anyway is
+// preferred.
 static void addReferencedDeclarations(
     ModuleToSummariesForIndexTy &Summaries, GVSummaryPtrSet &Declarations,
     const std::function<bool(StringRef)> &IsThinModule) {
@@ -29,12 +34,8 @@ static void addReferencedDeclarations(
   for (const auto &[Module, Map] : Summaries)
     for (const auto &[GUID, S] : Map) {
       Held.insert(GUID);
-      GlobalValueSummary *Base = S->getBaseObject();
-      for (ValueInfo VI : Base->refs())
+      for (ValueInfo VI : S->getBaseObject()->refs())
         Referenced.push_back(VI);
-      if (auto *FS = dyn_cast<FunctionSummary>(Base))
-        for (const FunctionSummary::EdgeTy &Call : FS->calls())
-          Referenced.push_back(Call.first);
     }
   for (ValueInfo VI : Referenced) {
     if (!VI || VI.getSummaryList().empty() || !Held.insert(VI.getGUID()).second)
@@ -50,7 +51,7 @@ static void addReferencedDeclarations(
         break;
       }
     }
-    if (!Pick)
+    if (!Pick || !Pick->isDSOLocal())
       continue;
     Summaries[std::string(Pick->modulePath())][VI.getGUID()] = Pick;
     Declarations.insert(Pick);
