@@ -47,8 +47,12 @@ def write_sample_profile(reference_binary, work):
     so only function-level counts can match)."""
     nm = subprocess.run(["llvm-nm-22", "--size-sort", "--defined-only",
                          reference_binary], capture_output=True, text=True).stdout
-    funcs = [line.split()[-1] for line in nm.splitlines()
-             if len(line.split()) == 4 and line.split()[2] in ("T", "t")][-20:]
+    # --size-sort prints "size type name", smallest first.
+    funcs = [parts[2] for parts in map(str.split, nm.splitlines())
+             if len(parts) == 3 and parts[1] in ("T", "t")
+             and ".llvm." not in parts[2]][-20:]
+    if not funcs:
+        raise RuntimeError(f"no functions in {reference_binary} for a sample profile")
     with open(os.path.join(work, "sample.prof"), "w") as f:
         for i, name in enumerate(reversed(funcs)):
             count = 100000 // (i + 1)
