@@ -112,7 +112,10 @@ class ProgramBench:
         return mode.argv(self.ctx, args) + list(extra)
 
     def env(self, mode):
-        return clean_env({"DTLTO_VERBOSE": "1"} if mode.linker == "ours" else None)
+        # Our engine's local fallback off: a job it compiled in the linker
+        # would be timed as DTLTO (it fails the mode instead).
+        return clean_env({"DTLTO_VERBOSE": "1", "DTLTO_LOCAL_FALLBACK": "0"}
+                         if mode.linker == "ours" else None)
 
     def fail(self, mode, why):
         log(f"{self.program.name} / {mode.key}: FAILED: {why}")

@@ -112,10 +112,16 @@ static Error runJob(Link &L, const JobArgs &J) {
     return fail("cannot read the index shard '" + J.Shard +
                 "': " + toString(Shard.takeError()));
 
-  auto Defined = L.DefinedPerModule.find(J.Module);
-  if (Defined == L.DefinedPerModule.end())
+  // A module that defines nothing live (all its code compiled out) has no
+  // summaries, but is still a module of the link.
+  static const GVSummaryMapTy NoDefinitions;
+  if (!L.Index->modulePaths().count(J.Module))
     return fail("the combined index knows no module '" + J.Module +
                 "': the job does not belong to this link");
+  auto DefinedIt = L.DefinedPerModule.find(J.Module);
+  const GVSummaryMapTy &Defined = DefinedIt == L.DefinedPerModule.end()
+                                      ? NoDefinitions
+                                      : DefinedIt->second;
 
   lto::LTOLLVMContext Context(L.Conf);
   Expected<std::unique_ptr<Module>> M = BM->parseModule(Context);
@@ -150,7 +156,7 @@ static Error runJob(Link &L, const JobArgs &J) {
         std::make_unique<raw_svector_ostream>(Object));
   };
   if (Error E = lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, *L.Index,
-                                 ImportList, Defined->second, &ModuleMap,
+                                 ImportList, Defined, &ModuleMap,
                                  L.Conf.CodeGenOnly))
     return E;
   // Atomically: a distributor that collects outputs never sees half an object.

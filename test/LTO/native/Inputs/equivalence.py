@@ -21,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "sample.prof")
 
-C_PROGRAM = {"objects": ["weak_a.c", "weak_b.c"], "archive": ["member.c"],
+C_PROGRAM = {"objects": ["weak_a.c", "weak_b.c", "empty.c"], "archive": ["member.c"],
              "thin": ["thin_member.c"]}
 CXX_PROGRAM = {"objects": ["shapes.cpp", "square.cpp", "rect.cpp"]}
 
