@@ -204,8 +204,15 @@ class Slurm:
         slots = Slots(self.args.slots or (self.default_slots() if self.m.jobs else 1))
         self.tmpdir = tempfile.mkdtemp(prefix="dtlto-slurm-")
         try:
+            # srun passes a SIGTERM on to its tasks as a SIGKILL: the job side
+            # could neither stop its compiler nor remove its directory. So
+            # outside an allocation srun is killed at once and the job left
+            # running is cancelled by name (cancel_leftovers), which gives
+            # its processes SIGTERM and the cluster's KillWait to clean up.
+            grace = None if self.in_allocation else 0
             code = Runner(self.rep, slots, command=self.srun, retry=self.retry,
-                          stdin=self.stdin, collect=self.collect, shown=self.shown).run(self.m.jobs)
+                          stdin=self.stdin, collect=self.collect, shown=self.shown,
+                          grace=grace).run(self.m.jobs)
         finally:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
         if code != EXIT_OK:

@@ -54,12 +54,25 @@ def relative(name):
     return os.path.join(*parts)
 
 
+def die_with_parent():
+    """Run in the command's process before exec: on Linux the kernel kills
+    it when we die, even of a SIGKILL that no finally clause sees (srun
+    inside an allocation, the OOM killer)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def run(args, cwd):
     """The command's exit code (negative: signal) and an error text."""
+    linux = sys.platform.startswith("linux")
     try:
         # stdout=2: the command's stdout must not mix with our protocol.
         proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=2,
-                                start_new_session=True)
+                                start_new_session=True,
+                                preexec_fn=die_with_parent if linux else None)
     except OSError as e:
         return None, "cannot run {}: {}".format(args[0], e.strerror)
     try:

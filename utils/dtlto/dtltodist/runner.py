@@ -279,13 +279,17 @@ class Runner:
     An engine that moves files itself also gives the stdin and collect
     hooks (see StdinHook), and shown(job, argv) for the argv to show in
     messages instead of the one started (e.g. without an inline program).
+    Jobs it stops get SIGTERM and, `grace` seconds later, SIGKILL; an engine
+    whose launcher turns SIGTERM into a SIGKILL of the remote job (srun)
+    gives grace=0 and stops the remote jobs its own way.
     """
 
     def __init__(self, reporter: Reporter, slots: Slots,
                  command: Callable[[Job], list[str]] = lambda job: job.command,
                  retry: RetryHook = never_retry, stdin: StdinHook | None = None,
                  collect: CollectHook | None = None,
-                 shown: Callable[[Job, list[str]], list[str]] | None = None):
+                 shown: Callable[[Job, list[str]], list[str]] | None = None,
+                 grace: float | None = None):
         self.reporter = reporter
         self.slots = slots
         self.command = command
@@ -293,6 +297,7 @@ class Runner:
         self.stdin = stdin
         self.collect = collect
         self.shown = shown or (lambda job, argv: argv)
+        self.grace = STOP_GRACE if grace is None else grace
         self.failure: JobResult | None = None
         self._signal = 0
 
@@ -321,7 +326,7 @@ class Runner:
         finally:
             # Every way out, a signal or a bug included: no job outlives us
             # and no token is lost.
-            stop_groups([r.proc for r in running.values()])
+            stop_groups([r.proc for r in running.values()], self.grace)
             for r in running.values():
                 r.proc.wait()
                 r.result()
@@ -406,7 +411,7 @@ class Runner:
             return
         self.failure = result
         self.reporter.failed(result, self.shown(result.job, argv))
-        stop_groups([r.proc for r in running.values()])
+        stop_groups([r.proc for r in running.values()], self.grace)
 
     def _finish(self, jobs, stopped: int) -> int:
         rep = self.reporter
@@ -511,9 +516,9 @@ STOP_GRACE = 2.0
 def stop_groups(procs: list, grace: float = STOP_GRACE) -> None:
     """Stop the process groups of procs: SIGTERM, then SIGKILL for what is
     still there after `grace` seconds. Returns once every leader has exited
-    (the caller reaps them)."""
+    (the caller reaps them). With grace 0 they are killed at once."""
     for proc in procs:
-        signal_group(proc, signal.SIGTERM if os.name == "posix" else None)
+        signal_group(proc, signal.SIGTERM if os.name == "posix" and grace > 0 else None)
     deadline = time.monotonic() + grace
     while any(not _has_exited(p) for p in procs) and time.monotonic() < deadline:
         time.sleep(0.01)
