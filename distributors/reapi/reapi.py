@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 from dtltodist import cli  # noqa: E402
 from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: E402
                               Reporter, exit_code_for_signal, plural)
-from dtltodist.runner import JobResult, check_outputs  # noqa: E402
+from dtltodist.runner import JobResult, check_all_outputs  # noqa: E402
 from reapilib import credentials, stubs  # noqa: E402
 from reapilib.action import PlanError, Planner, Settings  # noqa: E402
 from reapilib.client import BadConfig, Endpoint, Session, Stopped, parse_endpoint  # noqa: E402
@@ -335,11 +335,7 @@ class Main:
                          f"{e.endpoint.name}")
             rep.summary(where, failed=1)
             return EXIT_JOB_FAILED
-        missing = [(p.job, problem) for p in plans if (problem := check_outputs(p.job))]
-        for job, problem in missing:
-            rep.error(f"job {job.index} ({job.module}): {problem}")
-        rep.summary(where, failed=len(missing))
-        return EXIT_JOB_FAILED if missing else EXIT_OK
+        return check_all_outputs(rep, [p.job for p in plans], where)
 
     def on_signal(self, signo, frame):
         self.signo = self.signo or signo

@@ -14,6 +14,7 @@ that also works on Windows, where those engines live; importing the module
 works there too.
 """
 
+import contextlib
 import os
 import select
 import signal
@@ -105,6 +106,35 @@ def check_outputs(job: Job) -> str:
     """'' if every declared output of job is there, else one line saying what is not."""
     bad = [f'"{p}" {why}' for p in job.outputs if (why := output_problem(p))]
     return "output " + ", ".join(bad) if bad else ""
+
+
+def check_all_outputs(reporter: Reporter, jobs: list[Job], where: str) -> int:
+    """The end of a run in which no job failed: every declared output is
+    checked again (one job may have clobbered another's), each problem
+    named, the summary printed. Returns the exit code."""
+    missing = [(job, problem) for job in jobs if (problem := check_outputs(job))]
+    for job, problem in missing:
+        reporter.error(f"job {job.index} ({job.module}): {problem}")
+    reporter.summary(where, failed=len(missing))
+    return EXIT_JOB_FAILED if missing else EXIT_OK
+
+
+@contextlib.contextmanager
+def stop_signals_to(handler):
+    """While the block runs, SIGINT, SIGTERM and SIGHUP call handler and
+    make the yielded fd readable (a poll() wakes up); the previous handlers
+    and wake-up fd are back afterwards. Main thread only."""
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    old_handlers = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    try:
+        yield wake_r
+    finally:
+        signal.set_wakeup_fd(old_wakeup)
+        for s, old in old_handlers.items():
+            signal.signal(s, old)
+        os.close(wake_r)
+        os.close(wake_w)
 
 
 class Slots:
@@ -312,30 +342,24 @@ class Runner:
         running: dict[int, _Running] = {}
         self.failure = None
         _raise_open_file_limit(self.slots.limit)
-        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        old_handlers = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
-        old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-        try:
-            while not self._signal:
-                if self.failure is None:
-                    self._launch(pending, running)
-                if not running and (self.failure or not pending):
-                    break
-                self._wait(running, wake_r, want_token=bool(pending) and not self.failure)
-                self._reap(running, pending)
-        finally:
-            # Every way out, a signal or a bug included: no job outlives us
-            # and no token is lost.
-            stop_groups([r.proc for r in running.values()], self.grace)
-            for r in running.values():
-                r.proc.wait()
-                r.result()
-            self.slots.close()
-            signal.set_wakeup_fd(old_wakeup)
-            for s, handler in old_handlers.items():
-                signal.signal(s, handler)
-            os.close(wake_r)
-            os.close(wake_w)
+        with stop_signals_to(self._on_signal) as wake_fd:
+            try:
+                while not self._signal:
+                    if self.failure is None:
+                        self._launch(pending, running)
+                    if not running and (self.failure or not pending):
+                        break
+                    self._wait(running, wake_fd,
+                               want_token=bool(pending) and not self.failure)
+                    self._reap(running, pending)
+            finally:
+                # Every way out, a signal or a bug included: no job outlives
+                # us and no token is lost.
+                stop_groups([r.proc for r in running.values()], self.grace)
+                for r in running.values():
+                    r.proc.wait()
+                    r.result()
+                self.slots.close()
         return self._finish(jobs, stopped=len(running))
 
     def _on_signal(self, signo, frame):
@@ -422,13 +446,7 @@ class Runner:
         if self.failure:
             rep.summary(self.slots.describe(), failed=1)
             return EXIT_JOB_FAILED
-        # Each job's outputs were checked when it ended; check again in case
-        # one job clobbered another's.
-        missing = [(job, problem) for job in jobs if (problem := check_outputs(job))]
-        for job, problem in missing:
-            rep.error(f"job {job.index} ({job.module}): {problem}")
-        rep.summary(self.slots.describe(), failed=len(missing))
-        return EXIT_JOB_FAILED if missing else EXIT_OK
+        return check_all_outputs(rep, jobs, self.slots.describe())
 
 
 @dataclass

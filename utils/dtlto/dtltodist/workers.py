@@ -24,8 +24,9 @@ import tempfile
 from collections import deque
 
 from .manifest import Job, Manifest
-from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
-from .runner import STOP_SIGNALS, JobResult, Slots, check_outputs, signal_group, stop_groups
+from .report import EXIT_JOB_FAILED, Reporter, exit_code_for_signal, plural
+from .runner import (JobResult, Slots, check_all_outputs, check_outputs, signal_group,
+                     stop_groups, stop_signals_to)
 
 
 def batch_arg(manifest: Manifest) -> str:
@@ -102,39 +103,33 @@ class BatchRunner:
         self.reporter.begin(len(jobs))
         pending = deque(jobs)
         workers: list[_Worker] = []
-        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        old_handlers = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
-        old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-        try:
-            while not self._signal:
-                busy = [w for w in workers if w.job]
-                if self.failure is None:
-                    self._dispatch(pending, workers, busy)
+        with stop_signals_to(self._on_signal) as wake_fd:
+            try:
+                while not self._signal:
                     busy = [w for w in workers if w.job]
-                if not busy and (self.failure or not pending):
-                    break
-                self._wait(busy, wake_r, want_token=bool(pending) and not self.failure)
-                self._collect(busy, workers)
-        finally:
-            # Idle workers end when their stdin closes; busy ones (after a
-            # failure or a signal) are killed. Nothing outlives us.
-            stopping = self._signal or self.failure
-            stop_groups([w.proc for w in workers if stopping and w.job])
-            for w in workers:
-                w.close()
-            for w in workers:
-                try:
-                    w.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    w.kill()
-                    w.proc.wait()
-                w.err.close()
-            self.slots.close()
-            signal.set_wakeup_fd(old_wakeup)
-            for s, handler in old_handlers.items():
-                signal.signal(s, handler)
-            os.close(wake_r)
-            os.close(wake_w)
+                    if self.failure is None:
+                        self._dispatch(pending, workers, busy)
+                        busy = [w for w in workers if w.job]
+                    if not busy and (self.failure or not pending):
+                        break
+                    self._wait(busy, wake_fd,
+                               want_token=bool(pending) and not self.failure)
+                    self._collect(busy, workers)
+            finally:
+                # Idle workers end when their stdin closes; busy ones (after
+                # a failure or a signal) are killed. Nothing outlives us.
+                stopping = self._signal or self.failure
+                stop_groups([w.proc for w in workers if stopping and w.job])
+                for w in workers:
+                    w.close()
+                for w in workers:
+                    try:
+                        w.proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        w.kill()
+                        w.proc.wait()
+                    w.err.close()
+                self.slots.close()
         return self._finish(jobs, len(workers))
 
     def _on_signal(self, signo, frame):
@@ -212,8 +207,4 @@ class BatchRunner:
         if self.failure:
             rep.summary(where, failed=1)
             return EXIT_JOB_FAILED
-        missing = [(job, problem) for job in jobs if (problem := check_outputs(job))]
-        for job, problem in missing:
-            rep.error(f"job {job.index} ({job.module}): {problem}")
-        rep.summary(where, failed=len(missing))
-        return EXIT_JOB_FAILED if missing else EXIT_OK
+        return check_all_outputs(rep, jobs, where)
