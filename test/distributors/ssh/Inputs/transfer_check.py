@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 
 sys.path.insert(0, sys.argv[1])
 from dtltodist import manifest, paths, transfer  # noqa: E402
@@ -112,3 +113,31 @@ try:
     transfer.plan(bad, bad.jobs[0])
 except paths.UnsafePathError as e:
     print(f"imports: {type(e).__name__}: {e}")
+
+# The job side killed by SIGKILL (no finally clause runs) while its command
+# runs: the kernel kills the command too (PR_SET_PDEATHSIG), although it
+# runs in a session of its own.
+pidfile = os.path.join(top, "command.pid")
+side = subprocess.Popen(transfer.remote_command(
+    sys.executable, "shared",
+    [cwd, "--", "/bin/sh", "-c", f'echo $$ > "{pidfile}.tmp"; mv "{pidfile}.tmp" "{pidfile}"; '
+                                 "exec sleep 120"]), stdout=subprocess.DEVNULL)
+deadline = time.monotonic() + 30
+while not os.path.exists(pidfile) and time.monotonic() < deadline:
+    time.sleep(0.02)
+with open(pidfile) as f:
+    command_pid = int(f.read())
+side.kill()
+side.wait()
+while time.monotonic() < deadline:
+    try:
+        with open(f"/proc/{command_pid}/stat") as f:
+            gone = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        gone = True
+    if gone:
+        break
+    time.sleep(0.02)
+print("command after the job side was killed:", "gone" if gone else "still running")
+if not gone:
+    os.kill(command_pid, 9)
