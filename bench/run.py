@@ -67,6 +67,10 @@ def parse_args(argv):
                    default=os.path.join(SRC_ROOT, "utils", "dtlto", "local.py"),
                    help="the local distributor, run with --jobs N "
                         "(default: %(default)s)")
+    p.add_argument("--python", default="/usr/bin/python3",
+                   help="the interpreter that runs a .py distributor in every "
+                        "distributed mode (default: %(default)s, Debian's); "
+                        "not the `python3` on PATH, which may be a slow wrapper")
     p.add_argument("--variants", default="", metavar="LIST",
                    help="also check equivalence under link-time variants: a comma "
                         "list of O3,no-pie,mllvm,sample-profile, or 'all' "

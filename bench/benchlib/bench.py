@@ -45,6 +45,11 @@ class Context:
             args.ld_lld, os.path.join(args.out, "linker-snapshot"))
         self.stock_ld = os.path.abspath(args.stock_ld_lld)
         self.distributor = os.path.abspath(args.distributor)
+        # A Python distributor runs under an interpreter we name, not under
+        # whatever `python3` its "#!/usr/bin/env python3" finds on PATH: a
+        # wrapper there (a pyenv shim costs about 0.1 s per start) would be
+        # timed as DTLTO.
+        self.python = args.python if args.distributor.endswith(".py") else ""
         self.remote_compiler = os.path.realpath(args.clang)
         self.native_backend, _ = snapshot_linker(
             args.dtlto_backend, os.path.join(args.out, "linker-snapshot"),
@@ -78,7 +83,9 @@ def _jobs_of(stderr):
 
 def _check_tools(ctx):
     for path, what in [(ctx.stock_ld, "LLVM 22's ld.lld (apt-get install lld-22)"),
-                       (ctx.distributor, "the local distributor")]:
+                       (ctx.distributor, "the local distributor")] + (
+                          [(ctx.python, "the Python that runs the distributor (--python)")]
+                          if ctx.python else []):
         if not os.access(path, os.X_OK):
             raise BenchError(f"{path} is missing or not executable: {what}")
 
@@ -350,7 +357,8 @@ def bench(args, builds):
                     "ours_built": datetime.datetime.fromtimestamp(
                         os.path.getmtime(os.path.realpath(args.ld_lld)),
                         datetime.timezone.utc).isoformat(timespec="seconds"),
-                    "clang": _version([ctx.remote_compiler])},
+                    "clang": _version([ctx.remote_compiler]),
+                    "distributor": ([ctx.python] if ctx.python else []) + [ctx.distributor]},
         "modes": {m.key: m.label for m in modes},
         "programs": {},
     }

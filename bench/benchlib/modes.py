@@ -22,8 +22,12 @@ class Mode:
         linker = ctx.ours_ld if self.linker == "ours" else ctx.stock_ld
         extra = [f"--thinlto-jobs={ctx.jobs}"]
         if self.distributed:
-            extra += [f"--thinlto-distributor={ctx.distributor}",
-                      f"--thinlto-distributor-arg=--jobs={ctx.jobs}",
+            if ctx.python:
+                extra += [f"--thinlto-distributor={ctx.python}",
+                          f"--thinlto-distributor-arg={ctx.distributor}"]
+            else:
+                extra += [f"--thinlto-distributor={ctx.distributor}"]
+            extra += [f"--thinlto-distributor-arg=--jobs={ctx.jobs}",
                       "--thinlto-remote-compiler=" +
                       (ctx.native_backend if self.native else ctx.remote_compiler)]
         if self.warm_cache:

@@ -128,6 +128,9 @@ def markdown(results):
     lines.append(f"Linkers: ours `{lk.get('ours_path', '?')}` (a copy taken at the "
                  f"start, built {lk.get('ours_built', '?')}, sha256 "
                  f"{lk.get('ours_sha256', '?')[:12]}); stock: {lk.get('stock', '?')}.")
+    if lk.get("distributor"):
+        lines.append("")
+        lines.append(f"Distributor command: `{' '.join(lk['distributor'])}`.")
     lines.append("")
     lines.append("Headline ratios (medians of the same run):")
     lines.append("")

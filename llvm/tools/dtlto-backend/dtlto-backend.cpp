@@ -30,6 +30,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include <iostream>
@@ -59,11 +60,22 @@ struct JobArgs {
   std::string Module, Shard, Object;
 };
 
+/// A module file and the ThinLTO module in it.
+struct ModuleFile {
+  std::unique_ptr<MemoryBuffer> Buffer;
+  BitcodeModule BM;
+};
+
 /// What every job of a link shares, loaded once per process.
 struct Link {
   lto::Config Conf;
   std::unique_ptr<ModuleSummaryIndex> Index;
   DenseMap<StringRef, GVSummaryMapTy> DefinedPerModule;
+  /// Module files opened so far. A batch worker's jobs import from the same
+  /// few modules again and again; opening each once, as in-process ThinLTO
+  /// does with its inputs, saves about 1% of CPython's backend time. The
+  /// files do not change while the link's jobs run.
+  StringMap<std::unique_ptr<ModuleFile>> Files;
 };
 } // namespace
 
@@ -96,15 +108,27 @@ static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef Path,
   return std::move(*Buf);
 }
 
-static Error runJob(Link &L, const JobArgs &J) {
-  Expected<std::unique_ptr<MemoryBuffer>> ModBuf =
-      readFile(J.Module, "module");
-  if (!ModBuf)
-    return ModBuf.takeError();
-  Expected<BitcodeModule> BM = lto::findThinLTOModule(**ModBuf);
+// The ThinLTO module in the file at Path, opened on first use.
+static Expected<BitcodeModule> openModule(Link &L, StringRef Path,
+                                          StringRef What) {
+  std::unique_ptr<ModuleFile> &F = L.Files[Path];
+  if (F)
+    return F->BM;
+  Expected<std::unique_ptr<MemoryBuffer>> Buf = readFile(Path, What);
+  if (!Buf)
+    return Buf.takeError();
+  Expected<BitcodeModule> BM = lto::findThinLTOModule(**Buf);
   if (!BM)
-    return fail("'" + J.Module + "' holds no ThinLTO module: " +
+    return fail("'" + Path + "' holds no ThinLTO module: " +
                 toString(BM.takeError()));
+  F.reset(new ModuleFile{std::move(*Buf), *BM});
+  return F->BM;
+}
+
+static Error runJob(Link &L, const JobArgs &J) {
+  Expected<BitcodeModule> BM = openModule(L, J.Module, "module");
+  if (!BM)
+    return BM.takeError();
 
   Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
       getModuleSummaryIndexForFile(J.Shard);
@@ -134,19 +158,13 @@ static Error runJob(Link &L, const JobArgs &J) {
   lto::initImportList(**M, **Shard, ImportList);
 
   // Imported modules, loaded lazily from their files by the importer.
-  std::vector<std::unique_ptr<MemoryBuffer>> Buffers;
   MapVector<StringRef, BitcodeModule> ModuleMap;
   for (StringRef Source : ImportList.getSourceModules()) {
-    Expected<std::unique_ptr<MemoryBuffer>> Buf =
-        readFile(Source, "imported module");
-    if (!Buf)
-      return Buf.takeError();
-    Expected<BitcodeModule> SourceBM = lto::findThinLTOModule(**Buf);
+    Expected<BitcodeModule> SourceBM =
+        openModule(L, Source, "imported module");
     if (!SourceBM)
-      return fail("'" + Source + "' holds no ThinLTO module: " +
-                  toString(SourceBM.takeError()));
+      return SourceBM.takeError();
     ModuleMap.insert({Source, *SourceBM});
-    Buffers.push_back(std::move(*Buf));
   }
 
   SmallString<0> Object;
@@ -264,8 +282,14 @@ int main(int argc, const char **argv) {
   L.Index = std::move(*Index);
   L.Index->collectDefinedGVSummariesPerModule(L.DefinedPerModule);
 
-  if (Batch)
-    return runBatch(L);
+  if (Batch) {
+    int RC = runBatch(L);
+    // Every object is written and every reply flushed. The distributor waits
+    // for its workers after the link's last job: freeing the combined index
+    // and modules here would only make the link wait longer.
+    outs().flush();
+    sys::Process::Exit(RC, /*NoCleanup=*/true);
+  }
   Expected<JobArgs> J = parseJobArgs(JobArgv);
   if (!J)
     return Die(J.takeError());
