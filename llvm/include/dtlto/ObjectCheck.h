@@ -25,6 +25,9 @@ namespace dtlto {
 struct RequiredSymbol {
   llvm::StringRef Name;
   llvm::GlobalValue::GUID GUID;
+  /// A function in a CFI jump table (-fsanitize=cfi): the backend renames
+  /// its definition to <Name>.cfi, and the regular LTO object defines Name.
+  bool CfiRenamed = false;
 };
 
 /// The symbols a module's object must define: its live definitions that keep

@@ -11,7 +11,6 @@
 #include "llvm/IR/ModuleSummaryIndex.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Transforms/IPO/FunctionImport.h"
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,15 +24,13 @@ struct ShardRequest {
   /// does. EmitName is the module's name before input preparation.
   std::string EmitName;
   bool EmitIndexFile = false;
-  /// Also carry a summary (as a declaration, never imported) of each global
+  /// Also carry a summary (filed under the module itself, so nothing is
+  /// imported and no module is added to the job's inputs) of each global
   /// that the module and its imports take the address of and that is local
   /// to the output. In-process ThinLTO sees them in the combined index and
   /// accesses them directly instead of through the GOT; a remote clang sees
   /// only what the shard holds. (dtlto-backend reads the whole index.)
   bool AddReferencedDeclarations = false;
-  /// Whether a module path names a ThinLTO module, a file a job can load
-  /// (summaries of regular LTO modules live in the index too).
-  std::function<bool(llvm::StringRef)> IsThinModule;
   bool EmitImportsFile = false;
 };
 

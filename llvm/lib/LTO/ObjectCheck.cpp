@@ -24,7 +24,8 @@ requiredSymbols(const ModuleSummaryIndex &CombinedIndex,
         continue;
     StringRef Name = CombinedIndex.getValueInfo(GUID).name();
     if (!Name.empty())
-      Names.push_back({Name, GUID});
+      Names.push_back(
+          {Name, GUID, !CombinedIndex.cfiFunctionDefs().forGuid(GUID).empty()});
   }
   return Names;
 }
@@ -81,7 +82,8 @@ Error checkObject(MemoryBufferRef Object, const Triple &TT,
   for (const RequiredSymbol &R : Required) {
     StringRef Name = GlobalValue::dropLLVMManglingEscape(R.Name);
     if (Defined.contains(Name) ||
-        (UnderscorePrefix && Defined.contains(("_" + Name).str())))
+        (UnderscorePrefix && Defined.contains(("_" + Name).str())) ||
+        (R.CfiRenamed && Defined.contains((Name + ".cfi").str())))
       continue;
     // Promoted locals have external linkage by now, but the index keeps
     // their source name, not the promoted symbol's. A name hashes to its

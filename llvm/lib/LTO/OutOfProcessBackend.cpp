@@ -365,7 +365,6 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
   Req.AddReferencedDeclarations = !Native;
-  Req.IsThinModule = [this](StringRef M) { return ModuleMap->count(M) != 0; };
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
       CombinedIndex, ModuleToDefinedGVSummaries, *State.ImportList, Req);
   if (!ImportedFrom)

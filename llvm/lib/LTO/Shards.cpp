@@ -17,18 +17,52 @@ static Error writeBytes(StringRef Path, StringRef Contents, StringRef What) {
   return writeFile(Path, What, [&](raw_ostream &OS) { OS << Contents; });
 }
 
+// A summary that says only what a declaration needs (linkage, visibility,
+// dso_local, liveness), with the flags of Def, for the module ModuleID.
+static std::unique_ptr<GlobalValueSummary>
+declarationSummary(const GlobalValueSummary &Def, StringRef ModuleID) {
+  std::unique_ptr<GlobalValueSummary> S;
+  const GlobalValueSummary *Base = Def.getBaseObject();
+  if (isa<FunctionSummary>(Base)) {
+    // No function flags: the backend propagates them (nounwind, norecurse,
+    // ...) to the module's declarations that its summaries name.
+    S = std::make_unique<FunctionSummary>(
+        Def.flags(), /*NumInsts=*/0, FunctionSummary::FFlags{},
+        SmallVector<ValueInfo, 0>(), SmallVector<FunctionSummary::EdgeTy, 0>(),
+        std::vector<GlobalValue::GUID>(),
+        std::vector<FunctionSummary::VFuncId>(),
+        std::vector<FunctionSummary::VFuncId>(),
+        std::vector<FunctionSummary::ConstVCall>(),
+        std::vector<FunctionSummary::ConstVCall>(),
+        std::vector<FunctionSummary::ParamAccess>(),
+        std::vector<CallsiteInfo>(), std::vector<AllocInfo>());
+  } else {
+    S = std::make_unique<GlobalVarSummary>(
+        Def.flags(), cast<GlobalVarSummary>(Base)->varflags(),
+        SmallVector<ValueInfo, 0>());
+  }
+  S->setModulePath(ModuleID);
+  return S;
+}
+
 // Adds a declaration summary for the globals that what the shard holds
 // refers to by address (variables, functions whose address is taken) and
 // that are local to the output. Only those change code: an access to a
 // global the backend knows is local is direct, not through the GOT; a call
-// is the same instruction either way. Each one's module becomes an input of
-// the job (clang opens it), so the fewer the better. One summary per global
-// is enough: once the thin link has propagated dso_local, every copy
-// carries the same flags; a copy in a module the job reads anyway is
-// preferred.
+// is the same instruction either way.
+//
+// Each is filed under the job's own module, with the definition's flags and
+// nothing else. The backend reads dso_local from it, and it provokes no
+// import: a summary under another module would make the remote compiler open
+// that module and import the global as a declaration, which can reorder the
+// module's globals, and a global defined only in a regular LTO module (the
+// vtables and CFI jump tables of split LTO units) has no module file to
+// open at all. Once the thin link has propagated dso_local, every copy of a
+// global carries the same flags, so any one will do.
 static void addReferencedDeclarations(
     ModuleToSummariesForIndexTy &Summaries, GVSummaryPtrSet &Declarations,
-    const std::function<bool(StringRef)> &IsThinModule) {
+    StringRef ModuleID,
+    std::vector<std::unique_ptr<GlobalValueSummary>> &Owned) {
   DenseSet<GlobalValue::GUID> Held;
   std::vector<ValueInfo> Referenced;
   for (const auto &[Module, Map] : Summaries)
@@ -37,24 +71,16 @@ static void addReferencedDeclarations(
       for (ValueInfo VI : S->getBaseObject()->refs())
         Referenced.push_back(VI);
     }
+  GVSummaryMapTy &Own = Summaries[std::string(ModuleID)];
   for (ValueInfo VI : Referenced) {
     if (!VI || VI.getSummaryList().empty() || !Held.insert(VI.getGUID()).second)
       continue;
-    GlobalValueSummary *Pick = nullptr;
-    for (const std::unique_ptr<GlobalValueSummary> &S : VI.getSummaryList()) {
-      if (!IsThinModule(S->modulePath()))
-        continue;
-      if (!Pick)
-        Pick = S.get();
-      if (Summaries.count(S->modulePath())) {
-        Pick = S.get();
-        break;
-      }
-    }
-    if (!Pick || !Pick->isDSOLocal())
+    const GlobalValueSummary &Def = *VI.getSummaryList().front();
+    if (!Def.isDSOLocal() || !Def.getBaseObject())
       continue;
-    Summaries[std::string(Pick->modulePath())][VI.getGUID()] = Pick;
-    Declarations.insert(Pick);
+    Owned.push_back(declarationSummary(Def, ModuleID));
+    Own[VI.getGUID()] = Owned.back().get();
+    Declarations.insert(Owned.back().get());
   }
 }
 
@@ -74,9 +100,10 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   for (const auto &[Module, Summaries] : ModuleToSummaries)
     if (Module != Req.ModuleID)
       ImportedNames.push_back(originalName(Module));
+  std::vector<std::unique_ptr<GlobalValueSummary>> DeclarationCopies;
   if (Req.AddReferencedDeclarations)
     addReferencedDeclarations(ModuleToSummaries, DeclarationSummaries,
-                              Req.IsThinModule);
+                              Req.ModuleID, DeclarationCopies);
 
   // Serialize once, write as often as asked.
   SmallString<0> Bitcode;

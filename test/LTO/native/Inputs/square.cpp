@@ -5,3 +5,4 @@ struct Square : Shape {
   int area() const override { return side * side; }
 };
 Shape *makeSquare(int side) { return new Square(side); }
+int twice(int x) { return 2 * x; }
