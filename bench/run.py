@@ -128,7 +128,8 @@ def parse_args(argv):
 def tools_of(args):
     clang = os.path.realpath(args.clang)
     bindir = os.path.dirname(clang)
-    tools = {"clang": args.clang, "llvm-ar": os.path.join(bindir, "llvm-ar"),
+    tools = {"clang": args.clang, "clang++": os.path.join(bindir, "clang++"),
+             "llvm-ar": os.path.join(bindir, "llvm-ar"),
              "llvm-ar-path": os.path.join(bindir, "llvm-ar"),
              "llvm-ranlib": os.path.join(bindir, "llvm-ranlib"),
              "stock-ld": os.path.realpath(args.stock_ld_lld)}

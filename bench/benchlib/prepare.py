@@ -10,11 +10,12 @@ from .util import clean_env, log
 # Debian packages the harness itself needs (besides clang-22, lld-22 and
 # llvm-22, which the project needs anyway): make and the C library headers
 # and start files for building, dpkg-dev for dpkg-source, libreadline-dev
-# for lua; zlib and lzma headers, which zstd's Makefile uses when present.
+# for lua; zlib and lzma headers, which zstd's Makefile uses when present;
+# cmake for ninja.
 # Marks a completely unpacked tree; holds the package version.
 UNPACKED = ".dtlto-bench-unpacked"
 
-BUILD_PACKAGES = ["build-essential", "dpkg-dev", "libreadline-dev",
+BUILD_PACKAGES = ["build-essential", "cmake", "dpkg-dev", "libreadline-dev",
                   "zlib1g-dev", "liblzma-dev"]
 
 
