@@ -35,7 +35,9 @@ std::string remoteCompileID(ArrayRef<std::string> CommonArgs,
                             ArrayRef<std::string> CommonInputs) {
   std::string ID;
   raw_string_ostream OS(ID);
-  OS << "dtlto-remote-compile-v1" << '\0';
+  // v2: clang shards file declaration summaries under the job's own module,
+  // which changes some objects; entries made from v1 shards are not reused.
+  OS << "dtlto-remote-compile-v2" << '\0';
   if (!CommonArgs.empty())
     appendFileIdentity(OS, CommonArgs[0]);
   for (const std::string &Arg : CommonArgs)
