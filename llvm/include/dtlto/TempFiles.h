@@ -56,8 +56,6 @@ std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
 /// ASCII-named temporary copy, like archive members.
 bool isSafeModulePath(llvm::StringRef Path);
 
-
-
 /// A set of temporary files that must not outlive the link: they are removed
 /// when the set is destroyed, and by LLVM's signal handler if the linker is
 /// interrupted (SIGINT, SIGTERM, ...). With Keep (--save-temps) nothing is

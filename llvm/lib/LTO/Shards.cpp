@@ -94,12 +94,12 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   gatherImportedSummariesForModule(Req.ModuleID, ModuleToDefinedGVSummaries,
                                    ImportList, ModuleToSummaries,
                                    DeclarationSummaries);
-  // What the module imports, for the .imports file (as in-process ThinLTO
-  // writes it): before declarations bring their modules in.
-  std::vector<std::string> ImportedNames;
+  // The modules imported from. Declaration summaries below are filed under
+  // the module itself and add none.
+  std::vector<std::string> ImportedFrom;
   for (const auto &[Module, Summaries] : ModuleToSummaries)
     if (Module != Req.ModuleID)
-      ImportedNames.push_back(originalName(Module));
+      ImportedFrom.push_back(Module);
   std::vector<std::unique_ptr<GlobalValueSummary>> DeclarationCopies;
   if (Req.AddReferencedDeclarations)
     addReferencedDeclarations(ModuleToSummaries, DeclarationSummaries,
@@ -117,14 +117,12 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
                             "ThinLTO index file"))
       return std::move(E);
 
-  std::vector<std::string> ImportedFrom;
-  for (const auto &[Module, Summaries] : ModuleToSummaries)
-    if (Module != Req.ModuleID)
-      ImportedFrom.push_back(Module);
-
   // The modules imported from, one per line, by the names the user knows,
   // sorted as in-process ThinLTO sorts them.
   if (Req.EmitImportsFile) {
+    std::vector<std::string> ImportedNames;
+    for (const std::string &Module : ImportedFrom)
+      ImportedNames.push_back(originalName(Module));
     llvm::sort(ImportedNames);
     std::string Imports;
     for (const std::string &Name : ImportedNames)

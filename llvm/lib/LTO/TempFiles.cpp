@@ -93,7 +93,6 @@ std::string serializedInputPath(StringRef LinkerOutputFile,
   return notAnOption(Path);
 }
 
-
 std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
   if (sys::path::is_absolute(MemberName))
     return std::string(MemberName);
