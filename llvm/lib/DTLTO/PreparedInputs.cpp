@@ -42,23 +42,28 @@ Error writeCopies(ArrayRef<std::string> ModuleIDs,
   for (const auto &[Path, Input] : ToWrite)
     Register(Path);
 
-  std::mutex ErrMu;
-  std::optional<Error> First;
-  parallelForEach(ToWrite, [&](const std::pair<std::string, PreparedInput> &W) {
-    std::error_code EC = writeFileOrError(
-        W.first, [&](raw_ostream &OS) { OS << W.second.Copy.getBuffer(); });
-    if (!EC)
-      return;
-    std::lock_guard<std::mutex> Lock(ErrMu);
-    Forget(W.first);
-    if (!First)
-      First = createStringError(EC, "DTLTO cannot write the " +
-                                        W.second.Description + " to '" +
-                                        W.first + "': " + EC.message());
+  // One result per copy, so that the error names the first failed copy in
+  // the order asked for, whichever thread failed first.
+  std::vector<std::error_code> Results(ToWrite.size());
+  parallelFor(0, ToWrite.size(), [&](size_t I) {
+    Results[I] = writeFileOrError(ToWrite[I].first, [&](raw_ostream &OS) {
+      OS << ToWrite[I].second.Copy.getBuffer();
+    });
   });
-  if (First)
-    return std::move(*First);
-  return Error::success();
+  std::optional<size_t> First;
+  for (size_t I = 0; I < ToWrite.size(); ++I) {
+    if (!Results[I])
+      continue;
+    Forget(ToWrite[I].first);
+    if (!First)
+      First = I;
+  }
+  if (!First)
+    return Error::success();
+  const auto &[Path, Input] = ToWrite[*First];
+  std::error_code EC = Results[*First];
+  return createStringError(EC, "DTLTO cannot write the " + Input.Description +
+                                   " to '" + Path + "': " + EC.message());
 }
 
 void forgetPreparedInputs() {

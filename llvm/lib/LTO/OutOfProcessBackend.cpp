@@ -98,6 +98,13 @@ struct JobState {
   const GVSummaryMapTy *DefinedGlobals = nullptr;
   /// Why the job is compiled in the linker; empty when it is not.
   std::string FallbackReason;
+  /// What went wrong with the job (the first thing), and the warnings it
+  /// drew. A job is worked on by one pool thread at a time, and these are
+  /// read on the main thread after the pool is drained, so they need no
+  /// lock; keeping them per job lets the link report them in job order,
+  /// whichever thread got there first.
+  std::string Failure;
+  std::vector<std::string> Warnings;
 };
 
 class OutOfProcessBackend : public ThinBackendProc {
@@ -147,10 +154,10 @@ private:
   Expected<std::unique_ptr<MemoryBuffer>> loadObject(const JobState &State);
   Error addObject(JobState &State, StringRef Object);
   Error compileInLinker(JobState &State);
-  void recordError(Error E);
-  void noteWarning(std::string Msg);
-  void emitWarnings();
-  Error firstError();
+  static void jobFailed(JobState &State, Error E);
+  void warn(const Twine &Msg);
+  void emitWarnings(ArrayRef<JobState *> Order);
+  static Error jobFailures(ArrayRef<JobState *> Order);
   void printSummary(size_t Distributed, size_t FellBack,
                     double DistributorSeconds);
 
@@ -175,47 +182,55 @@ private:
   std::optional<NativeBackendFiles> Native;
   std::string CompileID;
   Clock::time_point StartTime;
-
-  unsigned FailedJobs = 0;     // errors after the first; guarded by ErrMu
-  std::vector<std::string> Warnings; // from pool threads; guarded by ErrMu
 };
 
 } // namespace
 
-void OutOfProcessBackend::recordError(Error E) {
-  std::lock_guard<std::mutex> Lock(ErrMu);
-  if (!Err) {
-    Err = std::move(E);
-    return;
+void OutOfProcessBackend::jobFailed(JobState &State, Error E) {
+  if (State.Failure.empty())
+    State.Failure = toString(std::move(E));
+  else
+    consumeError(std::move(E));
+}
+
+// One error line for the link, however many jobs failed: the first failed
+// job in Order, and how many more failed. Order is a documented order (task
+// order, then manifest order), so the same inputs give the same message.
+Error OutOfProcessBackend::jobFailures(ArrayRef<JobState *> Order) {
+  const JobState *First = nullptr;
+  unsigned More = 0;
+  for (const JobState *State : Order) {
+    if (State->Failure.empty())
+      continue;
+    if (First)
+      ++More;
+    else
+      First = State;
   }
-  ++FailedJobs;
-  consumeError(std::move(E));
-}
-
-// One error line for the link, however many jobs failed.
-Error OutOfProcessBackend::firstError() {
-  if (!FailedJobs)
-    return std::move(*Err);
-  return makeError(toString(std::move(*Err)) + " (and " + Twine(FailedJobs) +
-                   " more DTLTO job" + (FailedJobs == 1 ? "" : "s") +
-                   " failed)");
-}
-
-void OutOfProcessBackend::noteWarning(std::string Msg) {
-  std::lock_guard<std::mutex> Lock(ErrMu);
-  Warnings.push_back(std::move(Msg));
+  if (!First)
+    return Error::success();
+  if (!More)
+    return makeError(First->Failure);
+  return makeError(First->Failure + " (and " + Twine(More) + " more DTLTO job" +
+                   (More == 1 ? "" : "s") + " failed)");
 }
 
 // Warnings go through the linker's diagnostic handler ("ld.lld: warning:",
 // and --fatal-warnings applies), always from the main thread.
-void OutOfProcessBackend::emitWarnings() {
-  for (const std::string &Msg : Warnings) {
-    if (Conf.DiagHandler)
-      Conf.DiagHandler(DiagnosticInfoGeneric(Msg, DS_Warning));
-    else
-      errs() << "warning: " << Msg << "\n";
+void OutOfProcessBackend::warn(const Twine &Msg) {
+  if (Conf.DiagHandler)
+    Conf.DiagHandler(DiagnosticInfoGeneric(Msg, DS_Warning));
+  else
+    errs() << "warning: " << Msg << "\n";
+}
+
+// The warnings the jobs drew on pool threads, in Order.
+void OutOfProcessBackend::emitWarnings(ArrayRef<JobState *> Order) {
+  for (JobState *State : Order) {
+    for (const std::string &Msg : State->Warnings)
+      warn(Msg);
+    State->Warnings.clear();
   }
-  Warnings.clear();
 }
 
 Error OutOfProcessBackend::checkSettings() {
@@ -296,7 +311,7 @@ Error OutOfProcessBackend::start(
   // ImportList, ExportList, ResolvedODR and ModuleMap outlive wait().
   BackendThreadPool.async([&] {
     if (Error E = prepareJob(State, ExportList, ResolvedODR))
-      recordError(std::move(E));
+      jobFailed(State, std::move(E));
   });
   if (OnWrite)
     OnWrite(originalName(State.J.ModuleID));
@@ -316,7 +331,7 @@ bool OutOfProcessBackend::lookUpCache(JobState &State, StringRef Key) {
                                      State.RequiredSymbols)
                        : Object.takeError();
     if (Bad) {
-      noteWarning("discarded the damaged ThinLTO cache entry '" + Entry +
+      State.Warnings.push_back("discarded the damaged ThinLTO cache entry '" + Entry +
                   "' for '" + J.ModuleID + "': " + toString(std::move(Bad)) +
                   "; it is rebuilt");
       sys::fs::remove(Entry);
@@ -325,7 +340,7 @@ bool OutOfProcessBackend::lookUpCache(JobState &State, StringRef Key) {
   Expected<AddStreamFn> CacheStream =
       Cache(J.Task, Key, originalName(J.ModuleID));
   if (!CacheStream) {
-    recordError(CacheStream.takeError());
+    jobFailed(State, CacheStream.takeError());
     return false;
   }
   if (!*CacheStream)
@@ -497,14 +512,19 @@ Error OutOfProcessBackend::runJobs() {
     TimeTraceScope Scope("DTLTO write index shards");
     BackendThreadPool.wait();
   }
-  emitWarnings();
-  if (Err)
-    return firstError();
+  // Until the manifest exists, jobs are reported in task order.
+  std::vector<JobState *> Started;
+  for (JobState &State : Jobs)
+    if (State.Started)
+      Started.push_back(&State);
+  emitWarnings(Started);
+  if (Error E = jobFailures(Started))
+    return E;
 
   std::vector<JobState *> Pending;
-  for (JobState &State : Jobs)
-    if (State.Started && !State.CacheHit)
-      Pending.push_back(&State);
+  for (JobState *State : Started)
+    if (!State->CacheHit)
+      Pending.push_back(State);
   if (Pending.empty()) {
     printSummary(0, 0, 0);
     return Error::success();
@@ -546,9 +566,8 @@ Error OutOfProcessBackend::runJobs() {
       return makeError(toString(std::move(DistributorError)) +
                        (S.SaveTemps ? "" : "; link with --save-temps to keep "
                                            "the manifest and the shards"));
-    noteWarning(toString(std::move(DistributorError)) + "; compiling its " +
-                std::to_string(Pending.size()) +
-                " jobs in the linker instead");
+    warn(toString(std::move(DistributorError)) + "; compiling its " +
+         Twine(Pending.size()) + " jobs in the linker instead");
     for (JobState *State : Pending)
       State->FallbackReason = "the distributor failed";
   } else {
@@ -558,19 +577,20 @@ Error OutOfProcessBackend::runJobs() {
         Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(*State);
         if (!Obj) {
           if (!LocalFallback)
-            return recordError(Obj.takeError());
+            return jobFailed(*State, Obj.takeError());
           State->FallbackReason = toString(Obj.takeError());
-          return noteWarning(State->FallbackReason +
-                             "; compiled it in the linker instead");
+          return State->Warnings.push_back(
+              State->FallbackReason + "; compiled it in the linker instead");
         }
         if (Error E = addObject(*State, (*Obj)->getBuffer()))
-          recordError(std::move(E));
+          jobFailed(*State, std::move(E));
       });
     BackendThreadPool.wait();
   }
-  emitWarnings();
-  if (Err)
-    return firstError();
+  // From here on, jobs are reported in manifest order.
+  emitWarnings(Pending);
+  if (Error E = jobFailures(Pending))
+    return E;
 
   size_t FellBack = 0;
   {
@@ -581,13 +601,13 @@ Error OutOfProcessBackend::runJobs() {
       ++FellBack;
       BackendThreadPool.async([this, State] {
         if (Error E = compileInLinker(*State))
-          recordError(std::move(E));
+          jobFailed(*State, std::move(E));
       });
     }
     BackendThreadPool.wait();
   }
-  if (Err)
-    return firstError();
+  if (Error E = jobFailures(Pending))
+    return E;
 
   {
     TimeTraceScope Scope("DTLTO remove temporary files");

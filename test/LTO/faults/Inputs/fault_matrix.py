@@ -96,6 +96,12 @@ def main():
               f"{', warned' if warned else ', NO WARNING'}, left {left or 0}")
         if not ok:
             print(r.stderr)
+        # Warnings about several jobs come in manifest order, however the
+        # threads that checked the objects were scheduled.
+        jobs = [l.split("'")[1] for l in r.stderr.splitlines()
+                if l.startswith("ld.lld: warning: the DTLTO job for '")]
+        if len(jobs) > 1:
+            print(f"  warned about, in order: {' '.join(jobs)}")
 
         # Without it: one clear error from the linker (clang adds its own
         # "linker command failed" line), nothing left.
