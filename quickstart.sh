@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Quick start, on Debian 12 as root: installs what is missing, builds dtlto
-# into build/, then links the example program with DTLTO and runs it.
+# Quick start, on Debian 12 as root: installs every package of
+# docs/packages.md that is missing (what the build, the example and the whole
+# test suite need), builds dtlto into build/, then links the example program
+# with DTLTO and runs it.
 #
 #   ./quickstart.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-# Everything the build, the example and the test suite need.
-packages=(llvm-22 llvm-22-dev llvm-22-tools liblld-22-dev lld-22 clang-22
-          cmake ninja-build python3 zlib1g-dev libzstd-dev make)
+# The package list: the first column of docs/packages.md's table.
+mapfile -t packages < <(sed -n 's/^| `\([a-z0-9][a-z0-9.+-]*\)` |.*/\1/p' \
+                        "$root/docs/packages.md")
+if ((${#packages[@]} == 0)); then
+  echo "quickstart: no packages listed in $root/docs/packages.md" >&2
+  exit 1
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -17,11 +23,13 @@ done
 if ((${#missing[@]})); then
   echo "quickstart: installing ${missing[*]}"
   if [[ $(id -u) != 0 ]]; then
-    echo "quickstart: run as root to install packages (or install them first)" >&2
+    echo "quickstart: run as root to install packages (or install them first:" \
+         "apt-get install ${missing[*]})" >&2
     exit 1
   fi
+  export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 cmake -S "$root" -B "$root/build" -G Ninja

@@ -68,5 +68,3 @@ subst.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 
 if os.getuid() == 0:
     config.available_features.add("root")
-if os.environ.get("CI"):
-    config.available_features.add("ci")

@@ -62,10 +62,18 @@ config.substitutions.append(("%{py}", _python))
 config.substitutions.append(
     ("%{helpers}", os.path.join(config.test_source_root, "LTO", "Inputs")))
 
-if shutil.which("unshare") and subprocess.run(
+# Feature "mount-namespace": private mount namespaces (root, util-linux's
+# unshare, mount). What is missing goes to environment.test, which fails.
+_missing = [f"{tool} ({pkg})" for tool, pkg in (("unshare", "util-linux"),
+                                                ("mount", "mount"))
+            if not shutil.which(tool)]
+if not _missing and subprocess.run(
         ["unshare", "-m", "--", "true"], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL).returncode == 0:
+        stderr=subprocess.DEVNULL).returncode != 0:
+    _missing.append("a private mount namespace (unshare -m needs root)")
+if not _missing:
     config.available_features.add("mount-namespace")
+config.substitutions.append(("%{env-missing}", "; ".join(_missing) or "nothing"))
 
 # The errors of a failed job or distributor, as seen with the local fallback
 # (on by default: the link compiles such jobs itself) turned off.
