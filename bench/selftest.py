@@ -25,22 +25,44 @@ from benchlib.measure import run_link  # noqa: E402
 MIB = 1024 * 1024
 
 # A parent that holds 120 MiB and a child that holds 260 MiB and burns CPU
-# while the parent waits: the "linker" and its "distributor".
+# while the parent waits: the "linker" and its "distributor". The child
+# holds its memory until the sampler has seen the whole tree at its peak
+# (the file named by $SELFTEST_RELEASE appears), however slowly the sampler
+# was scheduled; 120 s is a hang guard only.
 TREE = r"""
 import subprocess, sys, time
 held = bytearray(120 * 1024 * 1024)
 held[::4096] = b"x" * len(held[::4096])
 child = '''
-import time
+import os, time
 big = bytearray(260 * 1024 * 1024)
 big[::4096] = b"y" * len(big[::4096])
 end = time.process_time() + 0.4
 while time.process_time() < end:
     pass
 time.sleep(0.3)
+give_up = time.monotonic() + 120
+while not os.path.exists(os.environ["SELFTEST_RELEASE"]) and time.monotonic() < give_up:
+    time.sleep(0.01)
 '''
 subprocess.run([sys.executable, "-c", child], check=True)
 """
+
+
+def measure_tree(tmp, sample_ms, **kw):
+    """run_link on TREE, releasing it once the sampler saw both processes
+    holding their memory."""
+    release = os.path.join(tmp, "release")
+    if os.path.exists(release):
+        os.remove(release)
+
+    def on_sample(sampler):
+        if sampler.processes_seen >= 1 and sampler.peak_bytes >= 380 * MIB \
+                and sampler.root_hwm_kib * 1024 >= 120 * MIB:
+            open(release, "w").close()
+    return run_link([sys.executable, "-c", TREE], tmp,
+                    dict(os.environ, SELFTEST_RELEASE=release), os.path.join(tmp, "o"),
+                    os.path.join(tmp, "e"), sample_ms=sample_ms, on_sample=on_sample, **kw)
 
 
 def check(cond, what):
@@ -51,8 +73,7 @@ def check(cond, what):
 
 
 def test_measure(tmp, sample_ms):
-    r = run_link([sys.executable, "-c", TREE], tmp, dict(os.environ),
-                 os.path.join(tmp, "o"), os.path.join(tmp, "e"), sample_ms=sample_ms)
+    r = measure_tree(tmp, sample_ms)
     check(r["returncode"] == 0, "the measured process tree ran")
     check(r["rss_method"] == "ptrace exit stop", "linker peak RSS read at its exit")
     check(120 * MIB <= r["linker_peak_rss"] < 200 * MIB,
@@ -65,9 +86,7 @@ def test_measure(tmp, sample_ms):
     check(r["cpu"] >= 0.4, f"CPU time includes the child's ({r['cpu']:.2f} s)")
     check(r["wall"] >= 0.7, f"wall time covers the whole tree ({r['wall']:.2f} s)")
     check(r["processes"] >= 2, "the sampler saw the child")
-    r = run_link([sys.executable, "-c", TREE], tmp, dict(os.environ),
-                 os.path.join(tmp, "o"), os.path.join(tmp, "e"), sample_ms=sample_ms,
-                 use_ptrace=False)
+    r = measure_tree(tmp, sample_ms, use_ptrace=False)
     check(r["rss_method"] == "sampled VmHWM"
           and 120 * MIB <= r["linker_peak_rss"] < 200 * MIB,
           "without ptrace the linker peak RSS is sampled")

@@ -61,10 +61,11 @@ def _status_kib(pid, field):
 class TreeSampler(threading.Thread):
     """Samples the summed RSS of a process and its descendants."""
 
-    def __init__(self, root, interval):
+    def __init__(self, root, interval, on_sample=None):
         super().__init__(daemon=True)
         self.root = root
         self.interval = interval
+        self.on_sample = on_sample
         self.stop_event = threading.Event()
         self.peak_bytes = 0
         self.root_hwm_kib = 0
@@ -117,6 +118,8 @@ class TreeSampler(threading.Thread):
     def run(self):
         while not self.stop_event.is_set():
             self.sample()
+            if self.on_sample:
+                self.on_sample(self)
             self.stop_event.wait(self.interval)
 
 
@@ -147,10 +150,12 @@ def ptrace_works():
 
 
 def run_link(argv, cwd, env, stdout_path, stderr_path, sample_ms=20.0,
-             use_ptrace=None):
+             use_ptrace=None, on_sample=None):
     """Run one link; return its measurements (see the module docstring).
 
-    use_ptrace: None picks ptrace when the system allows it."""
+    use_ptrace: None picks ptrace when the system allows it. on_sample, if
+    given, is called with the sampler after each sample, on its thread (the
+    self-test uses it to end its process tree once it has been seen)."""
     traced = ptrace_works() if use_ptrace is None else use_ptrace
 
     def child_setup():
@@ -163,7 +168,7 @@ def run_link(argv, cwd, env, stdout_path, stderr_path, sample_ms=20.0,
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL, preexec_fn=child_setup)
     pid = proc.pid
-    sampler = TreeSampler(pid, sample_ms / 1000.0)
+    sampler = TreeSampler(pid, sample_ms / 1000.0, on_sample)
     linker_hwm_kib = None
     method = "ptrace exit stop"
     try:

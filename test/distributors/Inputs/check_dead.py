@@ -20,7 +20,7 @@ def alive(pid):
 
 def main():
     pids = {path: int(open(path).read()) for path in sys.argv[1:]}
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # a hang guard: returns once all are gone
     while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
         time.sleep(0.02)
     living = [f"{path} ({pid})" for path, pid in pids.items() if alive(pid)]

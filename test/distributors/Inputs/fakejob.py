@@ -4,9 +4,12 @@ As a job (manifests put it in common.args after the python interpreter):
   fakejob.py MODULE -fthinlto-index=SHARD -o OUT [options]
 It writes OUT (unless told otherwise) and, with --mark DIR, leaves markers
 named after OUT's file name: start.NAME when it starts, pid.NAME with its
-pid, conc.NAME with how many jobs were running then (itself included),
-ready.NAME once its --wait-for and --child are done, and end.NAME when it
-finishes normally. Markers are files, so tests never depend on timing.
+pid, conc.NAME with how many jobs were running once its --wait-for was
+met (itself included), ready.NAME once its --wait-for and --child are
+done, and end.NAME when it finishes normally. Markers are files, each
+written whole (a reader never sees one half-written), and --wait-for waits
+as long as it takes (600 s is a hang guard: then it leaves timeout.NAME),
+so tests never depend on timing.
 
   fakejob.py summary DIR   prints the max concurrency and who started/ended.
 """
@@ -19,16 +22,22 @@ import sys
 import time
 
 
+def markers(directory):
+    """The markers written whole, sorted."""
+    return sorted(n for n in os.listdir(directory) if not n.endswith(".part"))
+
+
 def count(directory, prefix):
-    return len([n for n in os.listdir(directory) if n.startswith(prefix)])
+    return len([n for n in markers(directory) if n.startswith(prefix)])
 
 
 def touch(path, text=""):
-    with open(path, "w", encoding="utf-8") as f:
+    with open(path + ".part", "w", encoding="utf-8") as f:
         f.write(text)
+    os.replace(path + ".part", path)
 
 
-def wait_for(path, limit=20.0):
+def wait_for(path, limit=600.0):
     # Bounded so a broken distributor fails the test instead of hanging it.
     deadline = time.monotonic() + limit
     while not os.path.exists(path):
@@ -62,7 +71,6 @@ def run_job(argv):
     if mark:
         touch(mark("start"))
         touch(mark("pid"), f"{os.getpid()}\n")
-        touch(mark("conc"), f"{count(a.mark, 'start.') - count(a.mark, 'end.')}\n")
     if a.temp:
         touch(a.out + ".tmp")
 
@@ -72,6 +80,8 @@ def run_job(argv):
         signal.signal(signal.SIGTERM, on_term)
     if a.wait_for and not wait_for(a.wait_for) and mark:
         touch(mark("timeout"))
+    if mark:
+        touch(mark("conc"), f"{count(a.mark, 'start.') - count(a.mark, 'end.')}\n")
     if a.child:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         touch(mark("pid") + ".child", f"{child.pid}\n")
@@ -91,7 +101,7 @@ def run_job(argv):
 
 
 def summary(directory):
-    names = sorted(os.listdir(directory))
+    names = markers(directory)
     def of(kind):
         return " ".join(n[len(kind) + 1:] for n in names if n.startswith(kind + ".")) or "(none)"
     conc = [int(open(os.path.join(directory, n)).read()) for n in names if n.startswith("conc.")]

@@ -121,10 +121,21 @@ def unpack(stream, work):
     return spec
 
 
+def make_workdir(linkdir):
+    """A fresh directory of this job's in linkdir, which the last job of
+    the link to finish removes: made again when another job removed it
+    between our two steps."""
+    while True:
+        os.makedirs(linkdir, mode=0o700, exist_ok=True)
+        try:
+            return tempfile.mkdtemp(prefix="job-", dir=linkdir)
+        except FileNotFoundError:
+            continue
+
+
 def stream(base, link):
     linkdir = os.path.join(base, "dtlto-" + link)
-    os.makedirs(linkdir, mode=0o700, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="job-", dir=linkdir)
+    work = make_workdir(linkdir)
     try:
         try:
             spec = unpack(sys.stdin.buffer, work)

@@ -20,6 +20,7 @@ import select
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections import deque
@@ -477,9 +478,16 @@ def supervise(argv: list[str], tick: Callable[[], None] | None = None,
     def on_signal(signo, frame):
         received.append(signo)
 
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=posix)
+    # Caught before the engine starts, so that a signal that comes while it
+    # starts is passed on too (the loop below does that first thing).
     old_handlers = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=posix)
+    except BaseException:
+        for s, handler in old_handlers.items():
+            signal.signal(s, handler)
+        raise
     passed_on = 0
     deadline = None
     next_tick = time.monotonic() + interval
@@ -525,10 +533,28 @@ def _has_exited(proc: subprocess.Popen) -> bool:
     return proc.poll() is not None
 
 
+def _stop_grace() -> float:
+    """DTLTO_STOP_GRACE, in seconds, else 2."""
+    text = os.environ.get("DTLTO_STOP_GRACE", "")
+    if not text:
+        return 2.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        print(f"error: DTLTO_STOP_GRACE='{text}' is not a number of seconds "
+              "from 0 to 3600", file=sys.stderr)
+        sys.exit(2)
+    return value
+
+
 # How long stopped jobs get to clean up before they are killed: a compiler
 # removes its half-written output on SIGTERM (LLVM's signal handler), never
-# on SIGKILL. Shorter than the linker's own patience with a distributor.
-STOP_GRACE = 2.0
+# on SIGKILL. By default shorter than the linker's own patience with a
+# distributor (3 s); DTLTO_STOP_GRACE sets it (tests on a loaded machine
+# give jobs all the time they need).
+STOP_GRACE = _stop_grace()
 
 
 def stop_groups(procs: list, grace: float = STOP_GRACE) -> None:

@@ -18,6 +18,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PIDS = "late-writers"  # in WORKDIR: faultdist.py's late writers' pids
 
 CASES = [
     # (name, faultdist arguments, extra linker arguments)
@@ -39,8 +40,25 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def left_behind(outdir, expect):
-    time.sleep(1.5)  # a late writer that was not stopped would write by now
+    # A late writer the linker did not stop writes once the linker is gone:
+    # wait until every such writer has died (or written) before looking.
+    deadline = time.monotonic() + 120  # a hang guard only
+    writers = [int(n) for n in os.listdir(PIDS)]
+    while any(alive(p) for p in writers):
+        if time.monotonic() > deadline:
+            sys.exit(f"late writers {writers} still running after 120 s")
+        time.sleep(0.02)
+    for n in os.listdir(PIDS):
+        os.remove(os.path.join(PIDS, n))
     return sorted(set(os.listdir(outdir)) - set(expect))
 
 
@@ -56,6 +74,7 @@ def main():
 
     os.makedirs(a.workdir, exist_ok=True)
     os.chdir(a.workdir)
+    os.makedirs(PIDS, exist_ok=True)
     for m in ("hub", "m1", "m2"):
         run([a.clang, "-flto=thin", "-O2", "-c",
              os.path.join(a.sources, m + ".c"), "-o", m + ".o"], check=True)
@@ -67,7 +86,8 @@ def main():
         ld_args = ["--thinlto-remote-compiler=" + a.clang,
                    "--thinlto-distributor=" + sys.executable,
                    "--thinlto-distributor-arg=" + os.path.join(HERE, "faultdist.py"),
-                   "--thinlto-distributor-arg=--local-py=" + a.local_py]
+                   "--thinlto-distributor-arg=--local-py=" + a.local_py,
+                   "--thinlto-distributor-arg=--pid-dir=" + os.path.abspath(PIDS)]
         ld_args += ["--thinlto-distributor-arg=" + d for d in dist_args] + extra
         return run([a.clang, "--ld-path=" + a.ld, "hub.o", "m1.o", "lib.a",
                     "-o", os.path.join(outdir, "prog")] +

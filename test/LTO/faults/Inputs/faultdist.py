@@ -7,8 +7,8 @@ faults: exit (exit 3 after the jobs ran), crash (SIGKILL itself after the
 jobs ran), hang (sleep before running anything, until stopped). Per-job
 faults, JOB counting from 0 in manifest order: missing, empty, truncated
 (half the object), wrong-target (an AArch64 object), other-module (the
-object of the next job), late (the right object, written a second after the
-distributor has exited 0).
+object of the next job), late (the right object, written by a process left in the distributor's group,
+once the linker has exited).
 """
 import argparse
 import json
@@ -37,14 +37,24 @@ def wrong_target_object(compiler, path):
                     "-", "-o", path], input=b"int wrong_target;\n", check=True)
 
 
-def write_late(path, data):
+def write_late(path, data, pid_dir):
     # Stays in the distributor's process group, as a careless distributor's
-    # background upload would: the linker must stop it before it writes.
-    if os.fork() == 0:
-        time.sleep(1)
-        with open(path, "wb") as f:
-            f.write(data)
-        os._exit(0)
+    # background upload would: the linker must stop it when the distributor
+    # exits. If it does not, this writes once the linker (our parent's
+    # process) has exited, so the object is late whatever the scheduling,
+    # and the fault matrix finds it left behind. Its pid goes to pid_dir, so
+    # that the matrix knows when it is gone.
+    linker = os.getppid()
+    pid = os.fork()
+    if pid:
+        with open(os.path.join(pid_dir, str(pid)), "w") as f:
+            f.write(f"{pid}\n")
+        return
+    while os.path.exists(f"/proc/{linker}"):
+        time.sleep(0.02)
+    with open(path, "wb") as f:
+        f.write(data)
+    os._exit(0)
 
 
 def main():
@@ -53,6 +63,8 @@ def main():
     parser.add_argument("--fault", type=parse_fault, action="append", default=[])
     parser.add_argument("--local-py", default=os.path.join(
         os.path.dirname(__file__), "..", "..", "..", "..", "utils", "dtlto", "local.py"))
+    parser.add_argument("--pid-dir", default=".",
+                        help="where the late writer records its pid")
     parser.add_argument("manifest")
     args = parser.parse_args()
     faults = dict((kind, job) for kind, job in args.fault)
@@ -86,7 +98,7 @@ def main():
             with open(path, "rb") as f:
                 data = f.read()
             os.remove(path)
-            write_late(path, data)
+            write_late(path, data, args.pid_dir)
 
     if "exit" in faults:
         sys.exit(3)

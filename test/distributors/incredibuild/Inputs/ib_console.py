@@ -17,6 +17,7 @@ Exit code: the command's; 2 for bad arguments.
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -49,7 +50,14 @@ def main():
         shutil.copyfile(switches["profile"], os.path.join(record, "profile.xml"))
         with open(os.path.join(record, "env.txt"), "w", encoding="utf-8") as f:
             f.write(f"MAKEFLAGS={os.environ.get('MAKEFLAGS', '<unset>')}\n")
-    return subprocess.run(["/bin/sh", "-c", switches["command"]]).returncode
+    # Like a console, leave Ctrl-C to the build (in our process group, it
+    # gets the SIGINT too) and wait for it to stop, however long that takes.
+    # Ignored before the build starts, so that no SIGINT can come between;
+    # the build gets the default back.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    build = subprocess.Popen(["/bin/sh", "-c", switches["command"]],
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return build.wait()
 
 
 if __name__ == "__main__":

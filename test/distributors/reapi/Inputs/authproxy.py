@@ -15,6 +15,7 @@ It stops by itself after ten minutes at most.
 """
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -46,9 +47,11 @@ def main() -> int:
     lock = threading.Lock()
 
     def write_log():
-        with open(args.log, "w") as f:
+        # Whole or not at all: the test reads it while calls still come in.
+        with open(args.log + ".part", "w") as f:
             for k, v in counts.items():
                 f.write(f"{k}: {v}\n")
+        os.replace(args.log + ".part", args.log)
 
     def admit(context):
         md = context.invocation_metadata()

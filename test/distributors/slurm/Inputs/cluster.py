@@ -76,7 +76,10 @@ def slurm_conf(sb: sandbox.Sandbox, nodes: int) -> str:
         # A lost node is noticed in seconds, not minutes.
         "SlurmdTimeout=5",
         "MessageTimeout=5",
-        "KillWait=2",
+        # A cancelled job's SIGTERM cleanup (the job side removes its
+        # directory) gets all the time a busy machine may take before the
+        # SIGKILL; a job that exits at once waits for nothing.
+        "KillWait=60",
         "MinJobAge=2",
     ]
     names = [f"node{i}" for i in range(1, nodes + 1)]

@@ -253,17 +253,23 @@ def run_command(sandbox: Sandbox, argv: list[str], netns: str | None, env: dict,
 
 def stall_compiler(sandbox: Sandbox, clang: str) -> tuple[str, str]:
     """A compiler for the kill tests: its first run anywhere writes the name
-    of the host it runs on to a marker and hangs; every other run is clang.
-    Returns (compiler path, marker path)."""
+    of the host it runs on to a marker and hangs, and so does every run on
+    that host, so that whatever runs there when the harness kills the host
+    is lost, however fast clang would have been; runs elsewhere wait for the
+    marker, then are clang. Returns (compiler path, marker path)."""
     marker = sandbox.path("stalled", "host")
     script = sandbox.path("stall-cc")
     with open(script, "w") as f:
         f.write("#!/bin/sh\n"
+                "here=${SLURMD_NODENAME:-$(hostname)}\n"
                 f"if mkdir '{sandbox.path('stalled')}' 2>/dev/null; then\n"
-                f"  echo \"${{SLURMD_NODENAME:-$(hostname)}}\" > '{marker}.tmp'\n"
+                f"  echo \"$here\" > '{marker}.tmp'\n"
                 f"  mv '{marker}.tmp' '{marker}'\n"
-                "  sleep 300\n"
+                "  exec sleep 300\n"
                 "fi\n"
+                # No time limit: the harness's own (run_command) ends a hang.
+                f"while [ ! -e '{marker}' ]; do sleep 0.05; done\n"
+                f"[ \"$(cat '{marker}')\" = \"$here\" ] && exec sleep 300\n"
                 f"exec '{clang}' \"$@\"\n")
     os.chmod(script, 0o755)
     return script, marker

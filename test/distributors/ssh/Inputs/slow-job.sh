@@ -11,12 +11,12 @@ printf '{"common": {"linker_output": "p", "args": ["%s/slow-cc"], "inputs": []},
  "jobs": [{"args": ["in/a.bc", "-o", "out/a.o"], "inputs": ["in/a.bc", "in/a.idx"],
            "outputs": ["out/a.o"]}]}\n' "$FARM_STATE" > m.json
 
-# gone NAME COMMAND...: wait up to 5 s for COMMAND, which succeeds once
+# gone NAME COMMAND...: wait up to a minute for COMMAND, which succeeds once
 # NAME is gone, to succeed; say whether it did.
 gone() {
   local name=$1 i
   shift
-  for i in $(seq 50); do
+  for i in $(seq 600); do
     if timeout 10 "$@" > /dev/null 2>&1; then
       echo "$name: gone"
       return
