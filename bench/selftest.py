@@ -99,11 +99,11 @@ def test_trace(tmp):
     def ev(name, ts, dur, tid=1):
         return {"ph": "X", "name": name, "ts": ts, "dur": dur, "tid": tid, "pid": 1}
     events = [ev("ExecuteLinker", 0, 10_000_000), ev("LTO", 1_000_000, 8_000_000),
-              ev("DTLTO serialize inputs", 1_200_000, 100_000),
+              ev("Serialize bitcode input for DTLTO", 1_200_000, 100_000),
               ev("DTLTO write index shards", 3_000_000, 500_000),
-              ev("DTLTO write manifest", 3_500_000, 500_000),
-              ev("DTLTO run distributor", 4_000_000, 4_000_000),
-              ev("DTLTO add objects", 8_000_000, 900_000),
+              ev("Emit DTLTO JSON", 3_500_000, 500_000),
+              ev("Execute DTLTO distributor", 4_000_000, 4_000_000),
+              ev("Add DTLTO files to the link", 8_000_000, 900_000),
               ev("Total LTO", 0, 8_000_000, tid=9)]
     path = os.path.join(tmp, "t.json")
     with open(path, "w") as f:

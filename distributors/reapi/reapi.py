@@ -29,6 +29,7 @@ sys.path.insert(0, HERE)
 from dtltodist import cli  # noqa: E402
 from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: E402
                               Reporter, exit_code_for_signal, plural)
+from dtltodist.manifest import dispatch_order  # noqa: E402
 from dtltodist.runner import JobResult, check_all_outputs  # noqa: E402
 from reapilib import credentials, stubs  # noqa: E402
 from reapilib.action import PlanError, Planner, Settings  # noqa: E402
@@ -288,7 +289,9 @@ class Main:
         old = {s: signal.signal(s, self.on_signal) for s in STOP_SIGNALS}
         pool = ThreadPoolExecutor(max_workers=max(1, min(width, len(plans))))
         try:
-            futures = {pool.submit(runner.run, plan): plan for plan in plans}
+            by_job = {plan.job.index: plan for plan in plans}
+            futures = {pool.submit(runner.run, by_job[job.index]): by_job[job.index]
+                       for job in dispatch_order([plan.job for plan in plans])}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)

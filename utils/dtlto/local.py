@@ -56,7 +56,7 @@ def main() -> int:
     slots = Slots(args.jobs or (None if server else default_jobs()), server)
     if not args.dry_run and not args.no_batch:
         m = cli.load_or_exit(PROG, args.manifest)
-        if workers.batch_arg(m):
+        if m.batch_arg:
             return workers.BatchRunner(reporter, slots, m).run(m.jobs)
     return cli.run(PROG, args, slots, reporter=reporter)
 

@@ -72,6 +72,9 @@ def describe(m: Manifest) -> list[str]:
              f"common.args: {words(m.common_args)}",
              f"common.inputs: {words(m.common_inputs)}"]
     lines += extra_lines(m.extra, "")
+    if m.side_file:
+        lines.append(f"side file: {m.side_file} (engine {m.engine}, "
+                     f"batch arg {m.batch_arg or '(none)'})")
     lines.append(f"jobs: {len(m.jobs)}")
     for job in m.jobs:
         lines += ["", f"job {job.index}:",
@@ -81,6 +84,8 @@ def describe(m: Manifest) -> list[str]:
                   f"  args: {words(job.args)}",
                   f"  inputs: {words(job.inputs)}",
                   f"  outputs: {words(job.outputs)}"]
+        if job.input_bytes is not None:
+            lines.append(f"  input_bytes: {job.input_bytes}")
         lines += extra_lines(job.extra, "  ")
     return lines
 

@@ -1,8 +1,9 @@
 //===- Manifest.h - The JSON job manifest handed to a distributor ---------===//
 //
 // The one place in the engine that knows the distributor contract: the shape
-// of the JSON manifest (LLVM 22's schema, plus optional extension fields that
-// distributors written for LLVM ignore) and the command line each job runs.
+// of the JSON manifest (exactly LLVM 22's schema), the side file that tells
+// our own distributors more (docs/manifest.md), and the command line each
+// job runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,7 @@ struct Job {
   std::string ShardPath;  // its summary-index shard; inputs[1]
   std::string ObjectPath; // the native object it produces; outputs[0]
   std::vector<std::string> ImportedFrom; // modules it imports from
-  uint64_t InputBytes = 0; // bitcode the job must read: sorts the manifest
+  uint64_t InputBytes = 0; // bitcode the job must read (side file)
 };
 
 /// What every job shares.
@@ -37,7 +38,7 @@ struct CommonPart {
   std::string LinkerOutput;
   std::vector<std::string> Args;   // compiler, then its options
   std::vector<std::string> Inputs; // files every job needs
-  /// Extension: `Args + [BatchArg]` starts a worker that runs many jobs
+  /// Side file: `Args + [BatchArg]` starts a worker that runs many jobs
   /// (dtlto-backend --batch); empty when the compiler cannot.
   std::string BatchArg;
 };
@@ -68,6 +69,13 @@ CommonPart makeCommonPart(const llvm::lto::Config &Conf,
 /// Writes the manifest; jobs appear in the order given.
 llvm::Error writeManifest(llvm::StringRef Path, const CommonPart &Common,
                           llvm::ArrayRef<const Job *> Jobs);
+
+/// Writes the side file next to the manifest (engineInfoPath): which engine
+/// wrote it, the batch argument, and each job's input bytes in manifest
+/// order, for our distributors to schedule largest first. The manifest does
+/// not name it, so distributors written for LLVM never see it.
+llvm::Error writeEngineInfo(llvm::StringRef Path, const CommonPart &Common,
+                            llvm::ArrayRef<const Job *> Jobs);
 
 } // namespace dtlto
 

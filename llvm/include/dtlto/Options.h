@@ -20,9 +20,15 @@ namespace dtlto {
 /// (-mllvm -dtlto-verbose, or DTLTO_VERBOSE=1).
 bool verbose();
 
+/// Behave exactly as LLVM 22's own DTLTO where we deliberately differ
+/// (-mllvm -dtlto-upstream-compat, or DTLTO_UPSTREAM_COMPAT=1; off by
+/// default): for build tools and tests that pin upstream's behaviour. See
+/// docs/usage.md, "Differences from LLVM's DTLTO".
+llvm::Expected<bool> upstreamCompat();
+
 /// Compile in the linker the jobs the distributor failed to deliver, instead
 /// of failing the link (-mllvm -dtlto-local-fallback=<bool>, or
-/// DTLTO_LOCAL_FALLBACK=0|1; on by default).
+/// DTLTO_LOCAL_FALLBACK=0|1; on by default, off in upstream-compatible mode).
 llvm::Expected<bool> localFallback();
 
 /// Seconds the distributor may run before it is stopped; 0 means no limit

@@ -8,12 +8,16 @@
 // Names follow LLVM 22 so that tools and people who know stock DTLTO find
 // their way:
 //   manifest:      <output stem>.<pid>.dist-file.json
+//   side file:     <output stem>.<pid>.dist-file.dtlto.json (our distributors
+//                  find it by the manifest's name)
 //   dtlto-backend: <output stem>.<pid>.dtlto-config.json and
 //                  <output stem>.<pid>.dtlto-index.bc (the combined index)
 //   object:        <module stem>.<task>.<pid>.native.o
 //   index shard:   <object>.thinlto.bc
 //   archive member / FatLTO bitcode:
 //                  <output stem>.<member stem>.<content hash>.o
+//                  (upstream-compatible mode: LLVM's own
+//                  <module ID's file name>.<input number>.<PID in hex>.o)
 //
 // The copies of archive members are named by content, not by the linker's
 // pid: their paths are recorded in the index shards of every job that imports
@@ -38,6 +42,8 @@ namespace dtlto {
 /// directory).
 std::string tempDir(llvm::StringRef LinkerOutputFile);
 std::string manifestPath(llvm::StringRef LinkerOutputFile);
+/// The side file of the manifest at ManifestPath: "x.json" -> "x.dtlto.json".
+std::string engineInfoPath(llvm::StringRef ManifestPath);
 /// dtlto-backend's inputs, one each per link.
 std::string backendConfigPath(llvm::StringRef LinkerOutputFile);
 std::string combinedIndexPath(llvm::StringRef LinkerOutputFile);
@@ -47,7 +53,15 @@ std::string shardPath(llvm::StringRef ObjectPath);
 std::string serializedInputPath(llvm::StringRef LinkerOutputFile,
                                 llvm::StringRef MemberName,
                                 llvm::StringRef Bitcode);
-/// A thin archive stores its members by path relative to the archive.
+/// LLVM's own name for such a copy, used in upstream-compatible mode: the
+/// file name of the module ID (e.g. "lib.a(m.o at 88)"), the number of
+/// inputs added so far, and the linker's pid in upper-case hex.
+std::string upstreamSerializedInputPath(llvm::StringRef LinkerOutputFile,
+                                        llvm::StringRef ModuleID,
+                                        unsigned InputNumber);
+/// A thin archive stores its members by path relative to the archive. "."
+/// and ".." are collapsed (as text, as LLVM does), so that a remote side
+/// never needs the directories a path only passes through.
 std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
                                   llvm::StringRef MemberName);
 

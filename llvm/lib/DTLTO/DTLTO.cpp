@@ -6,7 +6,8 @@
 //   - members of regular archives: written to a temporary file of their own;
 //   - bitcode inside FatLTO objects: written to a temporary file of its own;
 //   - members of thin archives: they are files already; the module ID becomes
-//     the member's own path;
+//     the member's own path (unless the member is a FatLTO object: its
+//     bitcode is copied, as for a loose one);
 //   - inputs whose path is not ASCII: LLVM 22's index writer garbles such
 //     module paths, so they get an ASCII-named temporary copy.
 // Only the inputs the link actually uses reach addInput() (LLD adds archive
@@ -15,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dtlto/Options.h"
 #include "dtlto/PreparedInputs.h"
 #include "dtlto/TempFiles.h"
 
@@ -36,7 +38,7 @@ static std::string describe(const InputFile &Input) {
 
 Expected<std::shared_ptr<InputFile>>
 DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
-  TimeTraceScope Scope("DTLTO add input", InputPtr->getName());
+  TimeTraceScope Scope("Add input for DTLTO", InputPtr->getName());
   // The InputFile, and so its buffer, must stay alive until the backend has
   // written out the copy, during run().
   std::shared_ptr<InputFile> Input(InputPtr.release());
@@ -52,7 +54,7 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
     return Input;
 
   std::string NewID;
-  if (!Archive.empty()) {
+  if (!Archive.empty() && !Input->isFatLTOObject()) {
     Expected<bool> Thin = isThinArchive(Archive);
     if (!Thin)
       return Thin.takeError();
@@ -60,11 +62,20 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
       NewID = dtlto::thinArchiveMemberPath(Archive, Input->getMemberName());
   }
   if (NewID.empty() || !dtlto::isSafeModulePath(NewID)) {
+    // A bad setting fails the link once, in the backend (which reads it
+    // before any job runs); here it only means our names.
+    Expected<bool> Compat = dtlto::upstreamCompat();
+    bool UpstreamNames = Compat && *Compat;
+    if (!Compat)
+      consumeError(Compat.takeError());
     StringRef Name = Input->getMemberName();
     if (Name.empty())
       Name = Input->getName();
-    NewID = dtlto::serializedInputPath(LinkerOutputFile, Name,
-                                       Input->getFileBuffer().getBuffer());
+    NewID = UpstreamNames ? dtlto::upstreamSerializedInputPath(
+                          LinkerOutputFile, OldID, InputFiles.size())
+                    : dtlto::serializedInputPath(
+                          LinkerOutputFile, Name,
+                          Input->getFileBuffer().getBuffer());
     // The same bitcode under the same name twice (one object in two
     // archives): module IDs must differ.
     if (any_of(InputFiles, [&](const std::shared_ptr<InputFile> &Other) {
@@ -108,6 +119,7 @@ Error DTLTO::serializeInputsForDistribution() { return Error::success(); }
 
 // The backend removed the copies it wrote.
 void DTLTO::cleanup() {
+  TimeTraceScope Scope("Remove temporary inputs for DTLTO");
   InputFiles.clear();
   dtlto::forgetPreparedInputs();
 }

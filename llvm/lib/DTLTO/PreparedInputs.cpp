@@ -1,10 +1,12 @@
 //===- PreparedInputs.cpp - What input preparation tells the backend ------===//
 
 #include "dtlto/PreparedInputs.h"
+#include "dtlto/WorkerTrace.h"
 #include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Parallel.h"
+#include "llvm/Support/TimeProfiler.h"
 #include <mutex>
 #include <optional>
 
@@ -27,7 +29,7 @@ std::string originalName(StringRef ModuleID) {
                               : It->second.OriginalName;
 }
 
-Error writeCopies(ArrayRef<std::string> ModuleIDs,
+Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
                   function_ref<void(StringRef)> Register,
                   function_ref<void(StringRef)> Forget) {
   std::vector<std::pair<std::string, PreparedInput>> ToWrite;
@@ -46,6 +48,8 @@ Error writeCopies(ArrayRef<std::string> ModuleIDs,
   // the order asked for, whichever thread failed first.
   std::vector<std::error_code> Results(ToWrite.size());
   parallelFor(0, ToWrite.size(), [&](size_t I) {
+    WorkerTrace Worker(Trace);
+    TimeTraceScope Scope("Serialize bitcode input for DTLTO", ToWrite[I].first);
     Results[I] = writeFileOrError(ToWrite[I].first, [&](raw_ostream &OS) {
       OS << ToWrite[I].second.Copy.getBuffer();
     });

@@ -83,6 +83,9 @@ static void addClangConfigFlags(const lto::Config &Conf, const Triple &TT,
     A.push_back("-fprofile-sample-use=" + Conf.SampleProfile);
   if (!Conf.ProfileRemapping.empty())
     A.push_back("-fprofile-remapping-file=" + Conf.ProfileRemapping);
+  // --no-lto-pgo-warn-mismatch: clang has no driver flag for it.
+  if (!Conf.PGOWarnMismatch)
+    A.insert(A.end(), {"-mllvm", "-no-pgo-warn-mismatch"});
   addProfileInputs(Conf, C);
   // The link's -mllvm options: LLVM 22's own engine drops them.
   for (const std::string &Opt : Conf.MllvmArgs)
@@ -137,6 +140,8 @@ static void writeStrings(json::OStream &J, StringRef Key,
   });
 }
 
+// Exactly LLVM 22's schema: distributors written for it check for exact
+// keys. What else our distributors can use goes to the side file.
 Error writeManifest(StringRef Path, const CommonPart &Common,
                     ArrayRef<const Job *> Jobs) {
   return writeFile(Path, "DTLTO job manifest", [&](raw_ostream &OS) {
@@ -163,18 +168,27 @@ Error writeManifest(StringRef Path, const CommonPart &Common,
                 J.value(M);
             });
             writeStrings(J, "outputs", {Jb->ObjectPath});
-            // Extension: lets a scheduler balance load without stat()ing.
-            J.attribute("input_bytes", int64_t(Jb->InputBytes));
           });
         }
       });
-      // Extension: which engine wrote this manifest, and how to run many jobs
-      // in one process of the remote compiler, when it can.
-      J.attributeObject("dtlto", [&] {
-        J.attribute("engine", "dtlto");
-        J.attribute("version", DTLTO_VERSION);
-        if (!Common.BatchArg.empty())
-          J.attribute("batch_arg", Common.BatchArg);
+    });
+    OS << "\n";
+  });
+}
+
+Error writeEngineInfo(StringRef Path, const CommonPart &Common,
+                      ArrayRef<const Job *> Jobs) {
+  return writeFile(Path, "DTLTO engine side file", [&](raw_ostream &OS) {
+    json::OStream J(OS, /*IndentSize=*/1);
+    J.object([&] {
+      J.attribute("engine", "dtlto");
+      J.attribute("version", DTLTO_VERSION);
+      J.attribute("jobs", int64_t(Jobs.size()));
+      if (!Common.BatchArg.empty())
+        J.attribute("batch_arg", Common.BatchArg);
+      J.attributeArray("input_bytes", [&] {
+        for (const Job *Jb : Jobs)
+          J.value(int64_t(Jb->InputBytes));
       });
     });
     OS << "\n";

@@ -18,6 +18,13 @@ static cl::opt<bool> LocalFallbackOpt(
     cl::desc("Compile in the linker the DTLTO jobs whose distributor failed "
              "or whose object is missing or bad (default: true)"));
 
+static cl::opt<bool> UpstreamCompatOpt(
+    "dtlto-upstream-compat",
+    cl::desc("Behave as LLVM 22's own DTLTO where dtlto deliberately differs: "
+             "no local fallback, no object checks, no side file, member "
+             "copies named by pid, LLVM's error wording and time-trace scopes "
+             "(default: false)"));
+
 static cl::opt<unsigned> TimeoutOpt(
     "dtlto-distributor-timeout", cl::init(0), cl::value_desc("seconds"),
     cl::desc("Stop the DTLTO distributor after this many seconds (default: "
@@ -36,6 +43,21 @@ static Error badEnv(const char *Name, StringRef Value, const char *Expected) {
                                Value + "' is not " + Expected);
 }
 
+static Expected<bool> boolSetting(const cl::opt<bool> &Opt, const char *Env,
+                                  bool Default) {
+  if (Opt.getNumOccurrences())
+    return Opt;
+  std::optional<StringRef> V = env(Env);
+  if (!V)
+    return Default;
+  std::string L = V->lower();
+  if (L == "1" || L == "on" || L == "true" || L == "yes")
+    return true;
+  if (L == "0" || L == "off" || L == "false" || L == "no")
+    return false;
+  return badEnv(Env, *V, "0 or 1 (or on/off)");
+}
+
 bool dtlto::verbose() {
   if (VerboseOpt.getNumOccurrences())
     return VerboseOpt;
@@ -43,18 +65,15 @@ bool dtlto::verbose() {
   return V && *V != "0";
 }
 
+Expected<bool> dtlto::upstreamCompat() {
+  return boolSetting(UpstreamCompatOpt, "DTLTO_UPSTREAM_COMPAT", false);
+}
+
 Expected<bool> dtlto::localFallback() {
-  if (LocalFallbackOpt.getNumOccurrences())
-    return LocalFallbackOpt;
-  std::optional<StringRef> V = env("DTLTO_LOCAL_FALLBACK");
-  if (!V)
-    return true;
-  std::string L = V->lower();
-  if (L == "1" || L == "on" || L == "true" || L == "yes")
-    return true;
-  if (L == "0" || L == "off" || L == "false" || L == "no")
-    return false;
-  return badEnv("DTLTO_LOCAL_FALLBACK", *V, "0 or 1 (or on/off)");
+  Expected<bool> Compat = upstreamCompat();
+  if (!Compat)
+    return Compat.takeError();
+  return boolSetting(LocalFallbackOpt, "DTLTO_LOCAL_FALLBACK", !*Compat);
 }
 
 Expected<unsigned> dtlto::distributorTimeout() {

@@ -9,7 +9,8 @@
 //            write its index shard and record a job.
 //   wait()   write the copies of archive members the jobs read (and, for
 //            dtlto-backend, the LTO configuration and the combined index),
-//            write the manifest (largest job first), run the distributor,
+//            write the manifest (in task order, as LLVM does) and its side
+//            file (each job's size, for our distributors), run the distributor,
 //            check every object it produced, and hand each object to the
 //            link (and to the cache) through the usual AddStream interface.
 //            A job the distributor failed to deliver (or all of them, when
@@ -31,6 +32,7 @@
 #include "dtlto/PreparedInputs.h"
 #include "dtlto/Shards.h"
 #include "dtlto/TempFiles.h"
+#include "dtlto/WorkerTrace.h"
 #include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -82,6 +84,25 @@ static double secondsSince(Clock::time_point Start) {
 static Error makeError(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
 }
+
+/// A time-trace scope of ours, finer than LLVM's own DTLTO scopes (which we
+/// record under LLVM's names); not recorded in upstream-compatible mode, so
+/// that its traces hold LLVM's scopes alone.
+class ExtraScope {
+  TimeTraceProfilerEntry *Entry = nullptr;
+
+public:
+  ExtraScope(bool Compat, StringRef Name, StringRef Detail = "") {
+    if (!Compat && getTimeTraceProfilerInstance())
+      Entry = timeTraceProfilerBegin(Name, Detail);
+  }
+  ~ExtraScope() {
+    if (Entry)
+      timeTraceProfilerEnd(Entry);
+  }
+  ExtraScope(const ExtraScope &) = delete;
+  ExtraScope &operator=(const ExtraScope &) = delete;
+};
 
 /// The state of one module's backend compilation.
 struct JobState {
@@ -155,6 +176,9 @@ private:
   Error addObject(JobState &State, StringRef Object);
   Error compileInLinker(JobState &State);
   static void jobFailed(JobState &State, Error E);
+  TraceSettings trace() const {
+    return {Conf.TimeTraceEnabled, Conf.TimeTraceGranularity};
+  }
   void warn(const Twine &Msg);
   void emitWarnings(ArrayRef<JobState *> Order);
   static Error jobFailures(ArrayRef<JobState *> Order);
@@ -176,6 +200,7 @@ private:
   // shard is written.
   std::optional<std::string> DistributorPath;
   bool LocalFallback = true;
+  bool Compat = false; // upstream-compatible mode (Options.h)
   unsigned TimeoutSeconds = 0;
   std::optional<SignalGuard> Signals;
   CommonPart Common;
@@ -194,8 +219,8 @@ void OutOfProcessBackend::jobFailed(JobState &State, Error E) {
 }
 
 // One error line for the link, however many jobs failed: the first failed
-// job in Order, and how many more failed. Order is a documented order (task
-// order, then manifest order), so the same inputs give the same message.
+// job in Order, and how many more failed. Order is task order (documented),
+// so the same inputs give the same message.
 Error OutOfProcessBackend::jobFailures(ArrayRef<JobState *> Order) {
   const JobState *First = nullptr;
   unsigned More = 0;
@@ -240,13 +265,15 @@ Error OutOfProcessBackend::checkSettings() {
     return Path.takeError();
   DistributorPath = *Path;
   Signals.emplace();
-  if (S.RemoteCompiler.empty())
-    return makeError(
-        "DTLTO needs a remote compiler: pass --thinlto-remote-compiler=<clang> "
-        "(/thinlto-remote-compiler: for lld-link), or link through clang with "
-        "-fthinlto-distributor=, which passes itself");
+  // Without a remote compiler common.args[0] is empty, as with LLVM's own
+  // DTLTO: a distributor may pick the compiler itself. (lld-link requires
+  // one; LLD checks that.)
   if (TT.str().empty())
     return makeError("DTLTO cannot tell the target triple of the link");
+  Expected<bool> CompatMode = upstreamCompat();
+  if (!CompatMode)
+    return CompatMode.takeError();
+  Compat = *CompatMode;
   Expected<bool> Fallback = localFallback();
   if (!Fallback)
     return Fallback.takeError();
@@ -310,6 +337,7 @@ Error OutOfProcessBackend::start(
 
   // ImportList, ExportList, ResolvedODR and ModuleMap outlive wait().
   BackendThreadPool.async([&] {
+    WorkerTrace Worker(trace());
     if (Error E = prepareJob(State, ExportList, ResolvedODR))
       jobFailed(State, std::move(E));
   });
@@ -354,7 +382,7 @@ Error OutOfProcessBackend::prepareJob(
     const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes>
         &ResolvedODR) {
   Job &J = State.J;
-  TimeTraceScope Scope("DTLTO prepare job", J.ModuleID);
+  ExtraScope Scope(Compat, "DTLTO prepare job", J.ModuleID);
   State.RequiredSymbols = requiredSymbols(CombinedIndex, *State.DefinedGlobals);
 
   // A module without a hash cannot be keyed safely; in-process ThinLTO does
@@ -371,7 +399,11 @@ Error OutOfProcessBackend::prepareJob(
     }
   }
 
-  Temps.add(J.ShardPath);
+  // LLVM's own engine keeps the shards as the index files of
+  // --thinlto-emit-index-files; ours writes those under the module's own
+  // name, as in-process ThinLTO does, and the shards go.
+  if (!(Compat && S.ShouldEmitIndexFiles))
+    Temps.add(J.ShardPath);
   Temps.add(J.ObjectPath);
   ShardRequest Req;
   Req.ModuleID = J.ModuleID;
@@ -380,6 +412,7 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
   Req.AddReferencedDeclarations = !Native;
+  TimeTraceScope ShardScope("Emit individual index for DTLTO", J.ShardPath);
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
       CombinedIndex, ModuleToDefinedGVSummaries, *State.ImportList, Req);
   if (!ImportedFrom)
@@ -401,12 +434,17 @@ OutOfProcessBackend::loadObject(const JobState &State) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> Obj =
       MemoryBuffer::getFile(J.ObjectPath, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
+  // The words of LLVM's own engine first, for tools that look for them.
   if (!Obj)
-    return makeError("the DTLTO job for '" + J.ModuleID +
-                     "' produced no object '" + J.ObjectPath +
-                     "': " + Obj.getError().message() +
-                     "; the distributor exited 0 without running the job or "
-                     "without fetching its output");
+    return makeError("DTLTO backend compilation: cannot open native object "
+                     "file: " +
+                     J.ObjectPath + ": " + Obj.getError().message() +
+                     "; the distributor exited 0 without running the DTLTO "
+                     "job for '" +
+                     J.ModuleID + "' or without fetching its output");
+  // LLVM's own engine checks nothing more.
+  if (Compat)
+    return std::move(*Obj);
   if (Error E = checkObject(**Obj, TT, State.RequiredSymbols))
     return makeError("the DTLTO job for '" + J.ModuleID +
                      "' returned a bad object: " + toString(std::move(E)));
@@ -433,7 +471,7 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
 // Exactly what in-process ThinLTO does for one module. The object does not
 // enter the cache: its key says "compiled by the remote compiler".
 Error OutOfProcessBackend::compileInLinker(JobState &State) {
-  TimeTraceScope Scope("DTLTO compile in the linker", State.J.ModuleID);
+  ExtraScope Scope(Compat, "DTLTO compile in the linker", State.J.ModuleID);
   LTOLLVMContext Context(Conf);
   Expected<std::unique_ptr<llvm::Module>> M =
       State.Module->parseModule(Context);
@@ -476,7 +514,7 @@ Error OutOfProcessBackend::failLink(Error E) {
 // The copies of archive members and FatLTO bitcode that the jobs read: each
 // job's module and the modules it imports from.
 Error OutOfProcessBackend::writeInputCopies(ArrayRef<JobState *> Pending) {
-  TimeTraceScope Scope("DTLTO write input copies");
+  ExtraScope Scope(Compat, "DTLTO write input copies");
   std::vector<std::string> Read;
   StringSet<> Seen;
   for (const JobState *State : Pending) {
@@ -487,14 +525,14 @@ Error OutOfProcessBackend::writeInputCopies(ArrayRef<JobState *> Pending) {
         Read.push_back(M);
   }
   return writeCopies(
-      Read, [this](StringRef Path) { Temps.add(Path); },
+      Read, trace(), [this](StringRef Path) { Temps.add(Path); },
       [this](StringRef Path) { Temps.forget(Path); });
 }
 
 // dtlto-backend gets the linker's LTO configuration and the whole combined
 // index, once per link, and runs each job from them as in-process ThinLTO.
 Error OutOfProcessBackend::writeNativeBackendFiles() {
-  TimeTraceScope Scope("DTLTO write dtlto-backend inputs");
+  ExtraScope Scope(Compat, "DTLTO write dtlto-backend inputs");
   std::vector<std::string> Mllvm;
   for (const std::string &A : Conf.MllvmArgs)
     if (!isEngineOption(A))
@@ -509,10 +547,10 @@ Error OutOfProcessBackend::writeNativeBackendFiles() {
 
 Error OutOfProcessBackend::runJobs() {
   {
-    TimeTraceScope Scope("DTLTO write index shards");
+    ExtraScope Scope(Compat, "DTLTO write index shards");
     BackendThreadPool.wait();
   }
-  // Until the manifest exists, jobs are reported in task order.
+  // Jobs are reported in task order, which is also the manifest's.
   std::vector<JobState *> Started;
   for (JobState &State : Jobs)
     if (State.Started)
@@ -530,10 +568,9 @@ Error OutOfProcessBackend::runJobs() {
     return Error::success();
   }
 
-  // Largest first, so that in-order dispatch balances the load.
-  llvm::stable_sort(Pending, [](const JobState *A, const JobState *B) {
-    return A->J.InputBytes > B->J.InputBytes;
-  });
+  // Task order, as LLVM's own DTLTO (and tests of distributors written for
+  // it, which map jobs to results by position); our distributors schedule
+  // the largest first from the side file.
   std::vector<const Job *> ManifestJobs;
   for (const JobState *State : Pending)
     ManifestJobs.push_back(&State->J);
@@ -546,16 +583,22 @@ Error OutOfProcessBackend::runJobs() {
 
   std::string Manifest = manifestPath(S.LinkerOutputFile);
   {
-    TimeTraceScope Scope("DTLTO write manifest");
+    TimeTraceScope Scope("Emit DTLTO JSON");
     Temps.add(Manifest);
     if (Error E = writeManifest(Manifest, Common, ManifestJobs))
       return E;
+    if (!Compat) {
+      std::string Side = engineInfoPath(Manifest);
+      Temps.add(Side);
+      if (Error E = writeEngineInfo(Side, Common, ManifestJobs))
+        return E;
+    }
   }
 
   Clock::time_point DistributorStart = Clock::now();
   Error DistributorError = Error::success();
   {
-    TimeTraceScope Scope("DTLTO run distributor", *DistributorPath);
+    TimeTraceScope Scope("Execute DTLTO distributor", *DistributorPath);
     DistributorError = runDistributor(*DistributorPath, S.DistributorArgs,
                                       Manifest, TimeoutSeconds);
   }
@@ -571,9 +614,10 @@ Error OutOfProcessBackend::runJobs() {
     for (JobState *State : Pending)
       State->FallbackReason = "the distributor failed";
   } else {
-    TimeTraceScope Scope("DTLTO add objects");
+    TimeTraceScope Scope("Add DTLTO files to the link");
     for (JobState *State : Pending)
       BackendThreadPool.async([this, State] {
+        WorkerTrace Worker(trace());
         Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(*State);
         if (!Obj) {
           if (!LocalFallback)
@@ -587,19 +631,20 @@ Error OutOfProcessBackend::runJobs() {
       });
     BackendThreadPool.wait();
   }
-  // From here on, jobs are reported in manifest order.
   emitWarnings(Pending);
   if (Error E = jobFailures(Pending))
     return E;
 
-  size_t FellBack = 0;
-  {
-    TimeTraceScope Scope("DTLTO compile in the linker");
+  size_t FellBack = count_if(Pending, [](const JobState *State) {
+    return !State->FallbackReason.empty();
+  });
+  if (FellBack) {
+    ExtraScope Scope(Compat, "DTLTO compile in the linker");
     for (JobState *State : Pending) {
       if (State->FallbackReason.empty())
         continue;
-      ++FellBack;
       BackendThreadPool.async([this, State] {
+        WorkerTrace Worker(trace());
         if (Error E = compileInLinker(*State))
           jobFailed(*State, std::move(E));
       });
@@ -610,7 +655,7 @@ Error OutOfProcessBackend::runJobs() {
     return E;
 
   {
-    TimeTraceScope Scope("DTLTO remove temporary files");
+    TimeTraceScope Scope("Remove DTLTO temporary files");
     Temps.removeAll();
   }
   printSummary(Pending.size(), FellBack, DistributorSeconds);

@@ -46,6 +46,12 @@ std::string manifestPath(StringRef LinkerOutputFile) {
                                          pidString() + ".dist-file.json");
 }
 
+std::string engineInfoPath(StringRef ManifestPath) {
+  StringRef Base = ManifestPath;
+  Base.consume_back(".json");
+  return (Base + ".dtlto.json").str();
+}
+
 std::string backendConfigPath(StringRef LinkerOutputFile) {
   return inTempDir(LinkerOutputFile, sys::path::stem(LinkerOutputFile) + "." +
                                          pidString() + ".dtlto-config.json");
@@ -93,11 +99,20 @@ std::string serializedInputPath(StringRef LinkerOutputFile,
   return notAnOption(Path);
 }
 
+std::string upstreamSerializedInputPath(StringRef LinkerOutputFile,
+                                        StringRef ModuleID,
+                                        unsigned InputNumber) {
+  return inTempDir(LinkerOutputFile,
+                   sys::path::filename(ModuleID) + "." + Twine(InputNumber) +
+                       "." + utohexstr(sys::Process::getProcessId()) + ".o");
+}
+
 std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
-  if (sys::path::is_absolute(MemberName))
-    return std::string(MemberName);
-  SmallString<256> Path(sys::path::parent_path(ArchivePath));
+  SmallString<256> Path;
+  if (!sys::path::is_absolute(MemberName))
+    Path = sys::path::parent_path(ArchivePath);
   sys::path::append(Path, MemberName);
+  sys::path::remove_dots(Path, /*remove_dot_dot=*/true);
   return notAnOption(Path);
 }
 

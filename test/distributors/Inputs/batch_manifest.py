@@ -1,5 +1,6 @@
 """Writes a manifest for batch.test: MODULES as jobs, compiled by
-batch_worker.py, which the manifest marks as able to run batches.
+batch_worker.py, which the manifest's side file marks as able to run
+batches (OUT.dtlto.json, as our engine writes it).
 
   batch_manifest.py PYTHON OUT.json MODULE...
 """
@@ -17,5 +18,7 @@ for m in modules:
 with open(out, "w") as f:
     json.dump({"common": {"linker_output": "prog", "args": [python, worker],
                           "inputs": []},
-               "jobs": jobs,
-               "dtlto": {"engine": "dtlto", "batch_arg": "--batch"}}, f)
+               "jobs": jobs}, f)
+with open(out[:-len(".json")] + ".dtlto.json", "w") as f:
+    json.dump({"engine": "dtlto", "version": "test", "jobs": len(jobs),
+               "batch_arg": "--batch", "input_bytes": [0] * len(jobs)}, f)

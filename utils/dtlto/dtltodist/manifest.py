@@ -11,10 +11,19 @@ Schema (LLVM 22):
 
 Reserved positions: common.args[0] is the compiler, a job's inputs[0] its
 bitcode module, inputs[1] its index shard and outputs[0] its native object.
-Keys we do not know (the engine's optional top-level "dtlto" object, extra
-per-job fields) are kept in .extra, unvalidated, and otherwise ignored.
+Keys we do not know (extra per-job fields a future engine might add) are
+kept in .extra, unvalidated, and otherwise ignored.
+
+Our engine also writes a side file next to the manifest, which the manifest
+does not name (so distributors written for LLVM never see it): the manifest's
+path with ".json" replaced by ".dtlto.json" (docs/manifest.md).
+  { "engine": "dtlto", "version": str, "jobs": N, "batch_arg": str (optional),
+    "input_bytes": [int, ...] (one per job, in manifest order) }
+load() reads it when it is there: Job.input_bytes and Manifest.batch_arg
+come from it, and dispatch_order() starts the largest jobs first.
 """
 
+import dataclasses
 import json
 import os
 import stat
@@ -37,6 +46,7 @@ class Job:
     outputs: list[str]
     command: list[str]  # common.args + args: what a local run executes
     extra: dict = field(default_factory=dict)
+    input_bytes: int | None = None  # from the side file
 
     @property
     def module(self) -> str:
@@ -59,17 +69,44 @@ class Manifest:
     common_inputs: list[str]
     jobs: list[Job]
     extra: dict = field(default_factory=dict)
+    side_file: str | None = None  # the side file read, if any
+    engine: str = ""  # which engine wrote it ("dtlto"), from the side file
+    batch_arg: str = ""  # starts a batch worker (dtlto-backend --batch)
 
     @property
     def compiler(self) -> str:
         return self.common_args[0]
 
 
+def side_file_path(manifest_path: str) -> str:
+    """Where our engine puts the side file of the manifest at manifest_path."""
+    base = manifest_path[:-len(".json")] if manifest_path.endswith(".json") else manifest_path
+    return base + ".dtlto.json"
+
+
+def dispatch_order(jobs: list[Job]) -> list[Job]:
+    """The order to start jobs in: largest input first when the side file
+    gave every job's size (an in-order greedy dispatch then balances the
+    load across slots), else manifest order. Ties keep manifest order."""
+    if not jobs or any(job.input_bytes is None for job in jobs):
+        return list(jobs)
+    return sorted(jobs, key=lambda job: -job.input_bytes)
+
+
 def load(path: str) -> Manifest:
-    """Read and validate the manifest at path; raise ManifestError."""
+    """Read and validate the manifest at path, and its side file if there is
+    one; raise ManifestError."""
+    m = parse(_read_json(path), path)
+    side = side_file_path(path)
+    if not os.path.lexists(side):
+        return m
+    return _with_side_file(m, _read_json(side), side)
+
+
+def _read_json(path: str):
     text = _read_text(path)
     try:
-        data = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except json.JSONDecodeError as e:
         raise ManifestError(
             f"{path}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
@@ -78,7 +115,27 @@ def load(path: str) -> Manifest:
         raise ManifestError(f"{path}: duplicate key {e} in a JSON object") from None
     except RecursionError:
         raise ManifestError(f"{path}: JSON nested too deeply") from None
-    return parse(data, path)
+
+
+def _with_side_file(m: Manifest, data, path: str) -> Manifest:
+    c = _Checker(path)
+    c.object(data, "")
+    engine = c.key(data, "engine", "", str)
+    count = data.get("jobs")
+    if isinstance(count, bool) or count != len(m.jobs):
+        raise c.error("jobs", f"says {json.dumps(count)} jobs, but {m.path} has "
+                      f"{len(m.jobs)}: they are not of one link (remove the stale file)")
+    batch = data.get("batch_arg", "")
+    if not isinstance(batch, str) or "\0" in batch:
+        raise c.error("batch_arg", "expected a string without NUL characters")
+    sizes = c.key(data, "input_bytes", "", list)
+    if len(sizes) != len(m.jobs):
+        raise c.error("input_bytes", f"has {len(sizes)} items for {len(m.jobs)} jobs")
+    for i, size in enumerate(sizes):
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise c.error(f"input_bytes[{i}]", f"expected a byte count, got {_json_type(size)}")
+    jobs = [dataclasses.replace(job, input_bytes=size) for job, size in zip(m.jobs, sizes)]
+    return dataclasses.replace(m, jobs=jobs, side_file=path, engine=engine, batch_arg=batch)
 
 
 def parse(data, path: str = "<manifest>") -> Manifest:
@@ -90,7 +147,9 @@ def parse(data, path: str = "<manifest>") -> Manifest:
                                   "common.linker_output")
     common_args = c.string_list(common, "args", "common", at_least=1)
     if not common_args[0]:
-        raise c.error("common.args[0]", "the compiler path is empty")
+        raise c.error("common.args[0]", "the compiler path is empty (the linker was "
+                      "given no remote compiler: pass --thinlto-remote-compiler=<clang>, "
+                      "or link through clang -fthinlto-distributor=, which passes itself)")
     common_inputs = c.path_list(common, "inputs", "common", at_least=0)
 
     raw_jobs = c.key(data, "jobs", "", list)

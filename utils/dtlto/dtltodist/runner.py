@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .jobserver import JobServer
-from .manifest import Job
+from .manifest import Job, dispatch_order
 from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
 
 try:
@@ -339,7 +339,7 @@ class Runner:
         while it runs, and restores the previous handlers before returning.
         """
         self.reporter.begin(len(jobs))
-        pending = deque((job, 1) for job in jobs)
+        pending = deque((job, 1) for job in dispatch_order(jobs))
         running: dict[int, _Running] = {}
         self.failure = None
         _raise_open_file_limit(self.slots.limit)

@@ -1,7 +1,7 @@
 """Persistent workers: many jobs per compiler process.
 
 A compiler that can run many jobs in one process (dtlto-backend --batch; the
-engine names the argument in the manifest's "dtlto": {"batch_arg": ...})
+engine names the argument in the manifest's side file: "batch_arg")
 pays its start-up once per slot instead of once per job. BatchRunner keeps
 one such worker per slot alive for the whole run and hands it jobs one at a
 time: one line of stdin per job (the job's arguments as a JSON array), one
@@ -23,17 +23,12 @@ import subprocess
 import tempfile
 from collections import deque
 
-from .manifest import Job, Manifest
+from .manifest import Job, Manifest, dispatch_order
 from .report import EXIT_JOB_FAILED, Reporter, exit_code_for_signal, plural
 from .runner import (JobResult, Slots, check_all_outputs, check_outputs, signal_group,
                      stop_groups, stop_signals_to)
 
 
-def batch_arg(manifest: Manifest) -> str:
-    """The argument that starts a batch worker, '' if the compiler has none."""
-    engine = manifest.extra.get("dtlto")
-    arg = engine.get("batch_arg") if isinstance(engine, dict) else None
-    return arg if isinstance(arg, str) else ""
 
 
 class _Worker:
@@ -95,13 +90,13 @@ class BatchRunner:
     def __init__(self, reporter: Reporter, slots: Slots, manifest: Manifest):
         self.reporter = reporter
         self.slots = slots
-        self.argv = manifest.common_args + [batch_arg(manifest)]
+        self.argv = manifest.common_args + [manifest.batch_arg]
         self.failure: JobResult | None = None
         self._signal = 0
 
     def run(self, jobs: list[Job]) -> int:
         self.reporter.begin(len(jobs))
-        pending = deque(jobs)
+        pending = deque(dispatch_order(jobs))
         workers: list[_Worker] = []
         with stop_signals_to(self._on_signal) as wake_fd:
             try:

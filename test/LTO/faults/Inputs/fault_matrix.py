@@ -13,6 +13,7 @@ behind.
 import argparse
 import filecmp
 import os
+import re
 import subprocess
 import sys
 import time
@@ -118,8 +119,9 @@ def main():
             print(r.stderr)
         # Warnings about several jobs come in manifest order, however the
         # threads that checked the objects were scheduled.
-        jobs = [l.split("'")[1] for l in r.stderr.splitlines()
-                if l.startswith("ld.lld: warning: the DTLTO job for '")]
+        jobs = [m[1] for l in r.stderr.splitlines()
+                if l.startswith("ld.lld: warning: ")
+                and (m := re.search(r"DTLTO job for '([^']*)'", l))]
         if len(jobs) > 1:
             print(f"  warned about, in order: {' '.join(jobs)}")
 
