@@ -35,8 +35,9 @@ llvm::Expected<bool> localFallback();
 /// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).
 llvm::Expected<unsigned> distributorTimeout();
 
-/// Whether an -mllvm argument is one of ours. They change how jobs run, never
-/// what they produce, so they stay out of ThinLTO cache keys.
+/// Whether an -mllvm argument is one of ours (-dtlto-*, and the DTLTO
+/// options of DistributionOptions.h). They change how jobs run, never what
+/// they produce, so they stay out of ThinLTO cache keys and jobs' commands.
 bool isEngineOption(llvm::StringRef MllvmArg);
 
 } // namespace dtlto

@@ -15,6 +15,7 @@
 
 #include "dtlto/Distributor.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -25,6 +26,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -190,6 +192,37 @@ static pid_t waitForExit(pid_t Pid, int &Status, unsigned TimeoutSeconds) {
   }
 }
 
+// The linker's environment, without our preload library in LD_PRELOAD: it
+// is for the linker, and would load libLLVM into the distributor and into
+// every job it starts.
+static std::vector<std::string> distributorEnvironment() {
+  Dl_info Self;
+  SmallString<256> Ours;
+  if (dladdr(reinterpret_cast<void *>(&runDistributor), &Self) &&
+      Self.dli_fname)
+    sys::fs::real_path(Self.dli_fname, Ours);
+  std::vector<std::string> Env;
+  for (char **E = environ; *E; ++E) {
+    StringRef Var(*E);
+    if (!Var.consume_front("LD_PRELOAD=") || Ours.empty()) {
+      Env.push_back(*E);
+      continue;
+    }
+    SmallVector<StringRef, 4> Libs;
+    Var.split(Libs, ':', -1, /*KeepEmpty=*/false);
+    std::string Kept;
+    for (StringRef Lib : Libs) {
+      SmallString<256> Real;
+      if (!sys::fs::real_path(Lib, Real) && Real == Ours)
+        continue;
+      Kept += (Kept.empty() ? "" : ":") + Lib.str();
+    }
+    if (!Kept.empty())
+      Env.push_back("LD_PRELOAD=" + Kept);
+  }
+  return Env;
+}
+
 Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
                      StringRef ManifestPath, unsigned TimeoutSeconds) {
   std::string ProgramStr(Program);
@@ -201,6 +234,11 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
   for (std::string &A : Argv)
     CArgv.push_back(A.data());
   CArgv.push_back(nullptr);
+  std::vector<std::string> Env = distributorEnvironment();
+  std::vector<char *> CEnv;
+  for (std::string &E : Env)
+    CEnv.push_back(E.data());
+  CEnv.push_back(nullptr);
 
   // Stop signals wait until RunningGroup names the new process group; the
   // distributor itself starts with none blocked.
@@ -218,7 +256,7 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
   pthread_sigmask(SIG_BLOCK, &StopSet, &OldMask);
   pid_t Pid = 0;
   int SpawnErr = posix_spawn(&Pid, ProgramStr.c_str(), nullptr, &Attr,
-                             CArgv.data(), environ);
+                             CArgv.data(), CEnv.data());
   posix_spawnattr_destroy(&Attr);
   if (!SpawnErr)
     RunningGroup.store(Pid);

@@ -4,6 +4,7 @@
 #include "dtlto/Options.h"
 #include "dtlto/WriteFile.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/LTO/Config.h"
 #include "llvm/Support/Compression.h"
 #include "llvm/Support/FileSystem.h"
@@ -25,6 +26,37 @@ static void addProfileInputs(const lto::Config &Conf, CommonPart &C) {
        {&Conf.SampleProfile, &Conf.CSIRProfile, &Conf.ProfileRemapping})
     if (!F->empty())
       C.Inputs.push_back(*F);
+}
+
+// The options LLVM's codegen::RegisterCodeGenFlags adds to the tools that
+// register it (LLD, llc, dtlto-backend), and clang does not: clang stops at
+// any of them ("Unknown command line argument"). The linker has put what
+// they say into its LTO configuration already (CPU, features, relocation
+// model, target options), and the clang flags below carry that. The list is
+// LLVM 22's, read off a program that registers the flags.
+static bool isCodeGenToolOption(StringRef MllvmArg) {
+  static const StringSet<> Names = {
+      "addrsig", "align-loops", "basic-block-address-map",
+      "basic-block-sections", "call-graph-section", "code-model",
+      "data-sections", "debug-entry-values", "debugger-tune",
+      "denormal-fp-math", "denormal-fp-math-f32", "disable-tail-calls",
+      "emit-call-site-info", "emulated-tls", "enable-jmc-instrument",
+      "enable-no-infs-fp-math", "enable-no-nans-fp-math",
+      "enable-no-signed-zeros-fp-math", "enable-no-trapping-fp-math",
+      "enable-sign-dependent-rounding-fp-math", "enable-tlsdesc",
+      "exception-model", "filetype", "float-abi", "force-dwarf-frame-section",
+      "fp-contract", "frame-pointer", "function-sections",
+      "ignore-xcoff-visibility", "large-data-threshold", "march", "mattr",
+      "mcpu", "meabi", "mxcoff-roptr", "no-integrated-as",
+      "nozero-initialized-in-bss", "partition-static-data-sections",
+      "relocation-model", "separate-named-sections", "split-machine-functions",
+      "stack-size-section", "stack-symbol-ordering", "stackrealign",
+      "strict-dwarf", "swift-async-fp", "tailcallopt", "thread-model",
+      "tls-size", "trap-func", "unique-basic-block-section-names",
+      "unique-section-names", "use-ctors", "vec-extabi", "vector-library",
+      "xcoff-traceback-table", "xray-function-index"};
+  StringRef Name = MllvmArg.ltrim('-').split('=').first;
+  return Names.contains(Name);
 }
 
 // Whatever else of the linker's LTO configuration a clang flag can carry.
@@ -89,7 +121,7 @@ static void addClangConfigFlags(const lto::Config &Conf, const Triple &TT,
   addProfileInputs(Conf, C);
   // The link's -mllvm options: LLVM 22's own engine drops them.
   for (const std::string &Opt : Conf.MllvmArgs)
-    if (!isEngineOption(Opt))
+    if (!isEngineOption(Opt) && !isCodeGenToolOption(Opt))
       A.insert(A.end(), {"-mllvm", Opt});
 }
 

@@ -1,6 +1,7 @@
 //===- Options.cpp - Engine settings that are not LLD options -------------===//
 
 #include "dtlto/Options.h"
+#include "dtlto/DistributionOptions.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
@@ -89,5 +90,7 @@ Expected<unsigned> dtlto::distributorTimeout() {
 }
 
 bool dtlto::isEngineOption(StringRef MllvmArg) {
-  return MllvmArg.ltrim('-').starts_with("dtlto-");
+  StringRef Value;
+  return MllvmArg.ltrim('-').starts_with("dtlto-") ||
+         !parseDistributionOption(MllvmArg, Value).empty();
 }

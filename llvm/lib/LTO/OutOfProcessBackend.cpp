@@ -109,9 +109,8 @@ struct JobState {
   Job J;
   bool Started = false;
   bool CacheHit = false;
-  /// Set on a cache miss: where the verified object must go so that it is
-  /// both cached and added to the link.
-  AddStreamFn CacheStream;
+  /// Set on a cache miss: the entry the verified object is stored in.
+  std::string CacheEntry;
   std::vector<RequiredSymbol> RequiredSymbols;
   /// What compiling the job in the linker needs.
   std::optional<BitcodeModule> Module;
@@ -172,6 +171,7 @@ private:
                    const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes>
                        &ResolvedODR);
   bool lookUpCache(JobState &State, StringRef Key);
+  void storeInCache(JobState &State, StringRef Object);
   Expected<std::unique_ptr<MemoryBuffer>> loadObject(const JobState &State);
   Error addObject(JobState &State, StringRef Object);
   Error compileInLinker(JobState &State);
@@ -346,9 +346,11 @@ Error OutOfProcessBackend::start(
   return Error::success();
 }
 
-// Looks the job up in the cache. A damaged entry is removed first, so that
-// the cache reports a miss and the job rebuilds it. Returns true on a hit,
-// which the cache has already handed to the link.
+// Looks the job up in the cache. A hit is checked like a fresh object and
+// added to the link as the object alone: the entry's digest trailer stays in
+// the cache (wasm-ld, for one, reads an object to its end, so the cache
+// cannot hand it the entry file as LLVM's cache does). A damaged entry is
+// removed and the job rebuilds it. Returns true on a hit.
 bool OutOfProcessBackend::lookUpCache(JobState &State, StringRef Key) {
   const Job &J = State.J;
   std::string Entry = cacheEntryPath(Cache.getCacheDirectoryPath(), Key);
@@ -358,23 +360,30 @@ bool OutOfProcessBackend::lookUpCache(JobState &State, StringRef Key) {
     Error Bad = Object ? checkObject(MemoryBufferRef(*Object, Entry), TT,
                                      State.RequiredSymbols)
                        : Object.takeError();
-    if (Bad) {
-      State.Warnings.push_back("discarded the damaged ThinLTO cache entry '" + Entry +
-                  "' for '" + J.ModuleID + "': " + toString(std::move(Bad)) +
-                  "; it is rebuilt");
-      sys::fs::remove(Entry);
+    if (!Bad) {
+      if (Error E = addObject(State, *Object))
+        jobFailed(State, std::move(E));
+      touchCacheEntry(Entry);
+      return true;
     }
+    State.Warnings.push_back("discarded the damaged ThinLTO cache entry '" +
+                             Entry + "' for '" + J.ModuleID + "': " +
+                             toString(std::move(Bad)) + "; it is rebuilt");
+    sys::fs::remove(Entry);
   }
-  Expected<AddStreamFn> CacheStream =
-      Cache(J.Task, Key, originalName(J.ModuleID));
-  if (!CacheStream) {
-    jobFailed(State, CacheStream.takeError());
-    return false;
-  }
-  if (!*CacheStream)
-    return true;
-  State.CacheStream = std::move(*CacheStream);
+  State.CacheEntry = Entry;
   return false;
+}
+
+// A cache is only an optimisation: an entry that cannot be written (a full
+// disk, no permission, the directory gone) is a warning, and the link goes
+// on with the object it has.
+void OutOfProcessBackend::storeInCache(JobState &State, StringRef Object) {
+  if (State.CacheEntry.empty())
+    return;
+  if (Error E = writeCacheEntryFile(State.CacheEntry, Object))
+    State.Warnings.push_back(toString(std::move(E)) +
+                             "; linking on without caching it");
 }
 
 Error OutOfProcessBackend::prepareJob(
@@ -412,6 +421,7 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
   Req.AddReferencedDeclarations = !Native;
+  Req.AddCalledDeclarations = TT.isOSBinFormatCOFF();
   TimeTraceScope ShardScope("Emit individual index for DTLTO", J.ShardPath);
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
       CombinedIndex, ModuleToDefinedGVSummaries, *State.ImportList, Req);
@@ -451,20 +461,14 @@ OutOfProcessBackend::loadObject(const JobState &State) {
   return std::move(*Obj);
 }
 
-// A verified object goes to the cache, which adds it to the link, or
-// straight to the link.
+// A verified object goes to the link.
 Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
   const Job &J = State.J;
-  bool ToCache = static_cast<bool>(State.CacheStream);
   Expected<std::unique_ptr<CachedFileStream>> Stream =
-      (ToCache ? State.CacheStream : AddStream)(J.Task,
-                                                originalName(J.ModuleID));
+      AddStream(J.Task, originalName(J.ModuleID));
   if (!Stream)
     return Stream.takeError();
-  if (ToCache)
-    writeCacheEntry(*(*Stream)->OS, Object);
-  else
-    *(*Stream)->OS << Object;
+  *(*Stream)->OS << Object;
   return (*Stream)->commit();
 }
 
@@ -627,7 +631,8 @@ Error OutOfProcessBackend::runJobs() {
               State->FallbackReason + "; compiled it in the linker instead");
         }
         if (Error E = addObject(*State, (*Obj)->getBuffer()))
-          jobFailed(*State, std::move(E));
+          return jobFailed(*State, std::move(E));
+        storeInCache(*State, (*Obj)->getBuffer());
       });
     BackendThreadPool.wait();
   }

@@ -99,6 +99,24 @@ std::string serializedInputPath(StringRef LinkerOutputFile,
   return notAnOption(Path);
 }
 
+std::string memberFileName(StringRef ModuleID) {
+  StringRef Name = sys::path::filename(ModuleID);
+  size_t Open = Name.find('(');
+  size_t Close = Name.rfind(')');
+  if (Open != StringRef::npos && Close != StringRef::npos && Open < Close) {
+    StringRef Member = Name.slice(Open + 1, Close);
+    return Member.split(" at ").first.str();
+  }
+  size_t LLVM = Name.find(".llvm.");
+  if (LLVM != StringRef::npos) {
+    StringRef Rest = Name.substr(LLVM + strlen(".llvm."));
+    auto [Offset, Member] = Rest.split('.');
+    if (!Offset.empty() && all_of(Offset, isDigit) && !Member.empty())
+      return Member.str();
+  }
+  return Name.str();
+}
+
 std::string upstreamSerializedInputPath(StringRef LinkerOutputFile,
                                         StringRef ModuleID,
                                         unsigned InputNumber) {

@@ -1,0 +1,1 @@
+int scale(int x) { return x * 3; }
