@@ -32,6 +32,14 @@ public:
   SignalGuard &operator=(const SignalGuard &) = delete;
 };
 
+/// The distributor as messages name it: the program, and the script it runs
+/// when its first argument is one ("/usr/bin/python3 /path/local.py";
+/// the short name is "python3 local.py").
+std::string distributorName(llvm::StringRef Program,
+                            llvm::ArrayRef<std::string> Args);
+std::string distributorShortName(llvm::StringRef Program,
+                                 llvm::ArrayRef<std::string> Args);
+
 /// Runs the distributor in a process group of its own and waits for it, at
 /// most TimeoutSeconds (0: no limit), after which the whole group is stopped.
 /// An error says how it failed.

@@ -74,15 +74,19 @@ Error writeCacheEntryFile(StringRef Entry, StringRef Object) {
                                      Entry + "' in the cache directory '" +
                                      Dir + "': " + EC.message());
   };
-  // A name of its own: links that write the same entry at once each rename
-  // a whole file. Not "llvmcache-*": pruning never takes it for an entry.
-  // Made when first needed, as LLVM's cache does.
+  // The directory is made when first needed, as LLVM's cache does.
   if (std::error_code EC = sys::fs::create_directories(Dir))
     return Fail(EC);
+  // A name of its own: links that write the same entry at once each rename
+  // a whole file. Not "llvmcache-*": pruning never takes it for an entry.
+  // With our pid, so that utils/dtlto/clean.py can tell the file of a link
+  // killed by SIGKILL.
   int FD;
   SmallString<256> Temp;
   if (std::error_code EC = sys::fs::createUniqueFile(
-          Dir + "/dtlto-entry-%%%%%%%%.tmp", FD, Temp))
+          Dir + "/dtlto-entry-" + Twine(sys::Process::getProcessId()) +
+              "-%%%%%%%%.tmp",
+          FD, Temp))
     return Fail(EC);
   sys::RemoveFileOnSignal(Temp);
   std::error_code EC;

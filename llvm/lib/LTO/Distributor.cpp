@@ -26,6 +26,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <optional>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -223,6 +224,29 @@ static std::vector<std::string> distributorEnvironment() {
   return Env;
 }
 
+// An interpreter named as the distributor runs the script that is its first
+// argument: the script is what users know it by.
+static std::optional<StringRef> script(ArrayRef<std::string> Args) {
+  if (Args.empty() || StringRef(Args[0]).starts_with("-") ||
+      !sys::fs::is_regular_file(Args[0]))
+    return std::nullopt;
+  return StringRef(Args[0]);
+}
+
+std::string distributorName(StringRef Program, ArrayRef<std::string> Args) {
+  if (std::optional<StringRef> Script = script(Args))
+    return (Program + " " + *Script).str();
+  return Program.str();
+}
+
+std::string distributorShortName(StringRef Program,
+                                 ArrayRef<std::string> Args) {
+  std::string Name = sys::path::filename(Program).str();
+  if (std::optional<StringRef> Script = script(Args))
+    Name += " " + sys::path::filename(*Script).str();
+  return Name;
+}
+
 Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
                      StringRef ManifestPath, unsigned TimeoutSeconds) {
   std::string ProgramStr(Program);
@@ -273,7 +297,8 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
     stopGroup(Pid, SIGTERM);
     return createStringError(
         std::make_error_code(std::errc::timed_out),
-        "the DTLTO distributor '" + Program + "' did not finish within " +
+        "the DTLTO distributor '" + distributorName(Program, Args) +
+            "' did not finish within " +
             Twine(TimeoutSeconds) +
             " s (-mllvm -dtlto-distributor-timeout / "
             "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
@@ -288,15 +313,20 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
 
   if (WIFEXITED(Status) && WEXITSTATUS(Status) == 0)
     return Error::success();
-  std::string How =
-      WIFEXITED(Status)
-          ? "failed with exit code " + std::to_string(WEXITSTATUS(Status))
-          : "was killed by signal " + std::to_string(WTERMSIG(Status)) + " (" +
-                strsignal(WTERMSIG(Status)) + ")";
-  return createStringError(inconvertibleErrorCode(),
-                           "the DTLTO distributor '" + Program + "' " + How +
-                               " running the jobs of '" + ManifestPath +
-                               "'; its own messages above say why");
+  std::string Name = distributorName(Program, Args);
+  if (WIFEXITED(Status))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "the DTLTO distributor '" + Name + "' failed with exit code " +
+            Twine(WEXITSTATUS(Status)) + " running the jobs of '" +
+            ManifestPath + "'; its own messages above say why");
+  // A process killed by a signal had no chance to say anything.
+  return createStringError(
+      inconvertibleErrorCode(),
+      "the DTLTO distributor '" + Name + "' was killed by signal " +
+          Twine(WTERMSIG(Status)) + " (" + strsignal(WTERMSIG(Status)) +
+          ") running the jobs of '" + ManifestPath +
+          "' (out of memory, or stopped from outside?)");
 }
 
 } // namespace dtlto

@@ -109,8 +109,10 @@ struct JobState {
   Job J;
   bool Started = false;
   bool CacheHit = false;
-  /// Set on a cache miss: the entry the verified object is stored in.
+  /// Set on a cache miss: the entry the verified object is stored in, and
+  /// why it could not be, if it could not.
   std::string CacheEntry;
+  std::string CacheWriteFailure;
   std::vector<RequiredSymbol> RequiredSymbols;
   /// What compiling the job in the linker needs.
   std::optional<BitcodeModule> Module;
@@ -172,6 +174,7 @@ private:
                        &ResolvedODR);
   bool lookUpCache(JobState &State, StringRef Key);
   void storeInCache(JobState &State, StringRef Object);
+  void warnCacheWrites(ArrayRef<JobState *> Order);
   Expected<std::unique_ptr<MemoryBuffer>> loadObject(const JobState &State);
   Error addObject(JobState &State, StringRef Object);
   Error compileInLinker(JobState &State);
@@ -182,8 +185,7 @@ private:
   void warn(const Twine &Msg);
   void emitWarnings(ArrayRef<JobState *> Order);
   static Error jobFailures(ArrayRef<JobState *> Order);
-  void printSummary(size_t Distributed, size_t FellBack,
-                    double DistributorSeconds);
+  void printSummary();
 
   const Settings S;
   AddStreamFn AddStream;
@@ -207,6 +209,12 @@ private:
   std::optional<NativeBackendFiles> Native;
   std::string CompileID;
   Clock::time_point StartTime;
+  /// What the summary line tells.
+  struct {
+    size_t Jobs = 0, Distributed = 0, FellBack = 0;
+    bool DistributorRan = false;
+    double DistributorSeconds = 0;
+  } Run;
 };
 
 } // namespace
@@ -382,8 +390,26 @@ void OutOfProcessBackend::storeInCache(JobState &State, StringRef Object) {
   if (State.CacheEntry.empty())
     return;
   if (Error E = writeCacheEntryFile(State.CacheEntry, Object))
-    State.Warnings.push_back(toString(std::move(E)) +
-                             "; linking on without caching it");
+    State.CacheWriteFailure = toString(std::move(E));
+}
+
+// One warning for the link, however many entries could not be written (a
+// full cache disk fails them all): the first in Order, and how many more.
+void OutOfProcessBackend::warnCacheWrites(ArrayRef<JobState *> Order) {
+  const JobState *First = nullptr;
+  size_t More = 0;
+  for (const JobState *State : Order) {
+    if (State->CacheWriteFailure.empty())
+      continue;
+    if (First)
+      ++More;
+    else
+      First = State;
+  }
+  if (First)
+    warn(First->CacheWriteFailure + "; linking on without caching it" +
+         (More ? " (nor " + Twine(More) + (More == 1 ? " more object)" : " more objects)")
+               : Twine()));
 }
 
 Error OutOfProcessBackend::prepareJob(
@@ -567,8 +593,10 @@ Error OutOfProcessBackend::runJobs() {
   for (JobState *State : Started)
     if (!State->CacheHit)
       Pending.push_back(State);
+  Run.Jobs = Started.size();
+  Run.Distributed = Pending.size();
   if (Pending.empty()) {
-    printSummary(0, 0, 0);
+    printSummary();
     return Error::success();
   }
 
@@ -606,29 +634,32 @@ Error OutOfProcessBackend::runJobs() {
     DistributorError = runDistributor(*DistributorPath, S.DistributorArgs,
                                       Manifest, TimeoutSeconds);
   }
-  double DistributorSeconds = secondsSince(DistributorStart);
 
-  if (DistributorError) {
-    if (!LocalFallback)
-      return makeError(toString(std::move(DistributorError)) +
-                       (S.SaveTemps ? "" : "; link with --save-temps to keep "
-                                           "the manifest and the shards"));
-    warn(toString(std::move(DistributorError)) + "; compiling its " +
-         Twine(Pending.size()) + " jobs in the linker instead");
-    for (JobState *State : Pending)
-      State->FallbackReason = "the distributor failed";
-  } else {
+  Run.DistributorRan = true;
+  Run.DistributorSeconds = secondsSince(DistributorStart);
+  if (DistributorError && !LocalFallback)
+    return makeError(toString(std::move(DistributorError)) +
+                     (S.SaveTemps ? "" : "; link with --save-temps to keep "
+                                         "the manifest and the shards"));
+  // Every object there is gets checked, even after the distributor failed:
+  // one that died partway keeps what it finished, and only the rest is
+  // compiled in the linker.
+  bool Failed = static_cast<bool>(DistributorError);
+  {
     TimeTraceScope Scope("Add DTLTO files to the link");
     for (JobState *State : Pending)
-      BackendThreadPool.async([this, State] {
+      BackendThreadPool.async([this, State, Failed] {
         WorkerTrace Worker(trace());
         Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(*State);
         if (!Obj) {
           if (!LocalFallback)
             return jobFailed(*State, Obj.takeError());
           State->FallbackReason = toString(Obj.takeError());
-          return State->Warnings.push_back(
-              State->FallbackReason + "; compiled it in the linker instead");
+          // After a failed distributor one warning says it all.
+          if (!Failed)
+            State->Warnings.push_back(State->FallbackReason +
+                                      "; compiled it in the linker instead");
+          return;
         }
         if (Error E = addObject(*State, (*Obj)->getBuffer()))
           return jobFailed(*State, std::move(E));
@@ -636,13 +667,28 @@ Error OutOfProcessBackend::runJobs() {
       });
     BackendThreadPool.wait();
   }
+  size_t FellBack = count_if(Pending, [](const JobState *State) {
+    return !State->FallbackReason.empty();
+  });
+  if (Failed) {
+    size_t Kept = Pending.size() - FellBack;
+    auto Jobs = [](size_t N) {
+      return std::to_string(N) + (N == 1 ? " job" : " jobs");
+    };
+    std::string What =
+        !FellBack ? "; the objects of all " + Jobs(Kept) +
+                        " passed the checks and are used"
+        : !Kept   ? "; compiling its " + Jobs(FellBack) + " in the linker instead"
+                  : "; kept the objects of " + Jobs(Kept) +
+                        " that passed the checks, compiling the other " +
+                        Jobs(FellBack) + " in the linker instead";
+    warn(toString(std::move(DistributorError)) + What);
+  }
+  warnCacheWrites(Pending);
   emitWarnings(Pending);
   if (Error E = jobFailures(Pending))
     return E;
 
-  size_t FellBack = count_if(Pending, [](const JobState *State) {
-    return !State->FallbackReason.empty();
-  });
   if (FellBack) {
     ExtraScope Scope(Compat, "DTLTO compile in the linker");
     for (JobState *State : Pending) {
@@ -663,23 +709,30 @@ Error OutOfProcessBackend::runJobs() {
     TimeTraceScope Scope("Remove DTLTO temporary files");
     Temps.removeAll();
   }
-  printSummary(Pending.size(), FellBack, DistributorSeconds);
+  Run.FellBack = FellBack;
+  printSummary();
   return Error::success();
 }
 
-// Printed when asked for, and whenever jobs had to be compiled in the linker.
-void OutOfProcessBackend::printSummary(size_t Distributed, size_t FellBack,
-                                       double DistributorSeconds) {
-  if (!verbose() && !FellBack)
+// Printed when asked for, and whenever jobs had to be compiled in the
+// linker: what ran where, and how many jobs each path took.
+//   dtlto: 33 ThinLTO jobs: 3 from the cache, 30 given to 'python3 local.py'
+//   (0.85 s): 28 objects from it, 2 compiled in the linker; backend 0.90 s
+void OutOfProcessBackend::printSummary() {
+  if (!verbose() && !Run.FellBack)
     return;
-  size_t Total = count_if(Jobs, [](const JobState &J) { return J.Started; });
-  errs() << "dtlto: " << Total << " ThinLTO jobs: " << (Total - Distributed)
-         << " from the cache, " << Distributed << " run by '"
-         << sys::path::filename(S.Distributor) << "'"
-         << format(" in %.2f s", DistributorSeconds);
-  if (FellBack)
-    errs() << ", " << FellBack << " of them compiled in the linker instead";
-  errs() << format("; backend total %.2f s\n", secondsSince(StartTime));
+  raw_ostream &OS = errs();
+  OS << "dtlto: " << Run.Jobs << " ThinLTO jobs: ";
+  if (!Run.DistributorRan) {
+    OS << "all from the cache, no distributor started";
+  } else {
+    OS << (Run.Jobs - Run.Distributed) << " from the cache, " << Run.Distributed
+       << " given to '" << distributorShortName(S.Distributor, S.DistributorArgs)
+       << "'" << format(" (%.2f s): ", Run.DistributorSeconds)
+       << (Run.Distributed - Run.FellBack) << " objects from it, "
+       << Run.FellBack << " compiled in the linker";
+  }
+  OS << format("; backend %.2f s\n", secondsSince(StartTime));
 }
 
 ThinBackend lto::createOutOfProcessThinBackend(

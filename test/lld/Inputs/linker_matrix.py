@@ -242,8 +242,9 @@ def main():
         r = L.link(d, inputs("libregular.a"),
                    L.dtlto(a.python, local, L.clang) + L.cache(cache), dtlto=True, env=verbose)
         report(f"cache, link {n}", r, d, refs["regular"], [L.output])
-        summary = re.search(r"dtlto: \d+ ThinLTO jobs: (\d+) from the cache", r.stderr)
-        print(f"  from the cache: {summary[1] if summary else 'no summary'}")
+        summary = re.search(r"dtlto: (\d+) ThinLTO jobs: (all|\d+) from the cache", r.stderr)
+        cached = (summary[1] if summary[2] == "all" else summary[2]) if summary else "no summary"
+        print(f"  from the cache: {cached}")
 
     # A job whose object the distributor did not deliver: compiled in the
     # linker (the same program), or, with the fallback off, one clear error
