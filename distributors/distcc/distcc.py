@@ -211,11 +211,8 @@ class Distcc:
             return
         obj = self.object_path(job)
         if result.returncode in DISTCC_FAILURES:
-            err = [line for line in result.stderr.decode("utf-8", "replace").splitlines()
-                   if line.strip()]
-            why = err[-1] if err else f"distcc exit code {result.returncode}"
             self.lose(result, host, f"was lost (distcc exit code {result.returncode}: "
-                                    f"{why.strip()})")
+                                    f"{distcc_error(result.stderr)})")
             return
         if result.returncode != 0:
             return  # the compiler's own error: never retried
@@ -270,6 +267,16 @@ class Distcc:
             for line in bundle.describe(self.m, job, self.plan(job)):
                 print("  " + line)
         return EXIT_OK
+
+
+def distcc_error(stderr: bytes) -> str:
+    """distcc's first error, without its "distcc[PID] (function) ERROR: "."""
+    lines = stderr.decode("utf-8", "replace").splitlines()
+    for line in lines:
+        found = re.match(r"distcc\[\d+\] (?:\(\w+\) )?ERROR: (.*)", line)
+        if found:
+            return found[1].strip()
+    return next((line.strip() for line in reversed(lines) if line.strip()), "no message")
 
 
 def place(src: str, dst: str) -> None:
