@@ -1,0 +1,79 @@
+"""icecream test farm: Debian's icecc-scheduler and iceccd, unchanged.
+
+  icecc_farm.py run [--hosts N] [--hide DIR]... [--record R] -- CMD...
+      Creates a client namespace holding a bridge 10.231.3.1/24, where
+      icecc-scheduler and the client's own iceccd run (-m 0: it compiles
+      nothing itself, so every job must go to a host), and N host
+      namespaces hI joined to it (address 10.231.3.(I+1); nothing outside
+      10.231.3.0/24), each running iceccd as a host of its own (pid, mount
+      and UTS namespaces, hostname hI, every --hide DIR covered by an empty
+      tmpfs), 2 slots, its environments in FARM_STATE/hI/envs. Nothing of
+      ours is installed on the hosts: the jobs bring their environment.
+      Every daemon talks to its clients on its own socket
+      (ICECC_TEST_SOCKET) and logs to FARM_STATE/<name>.log (-vvv).
+      CMD runs in the client namespace with FARM_STATE and the client
+      daemon's ICECC_TEST_SOCKET. Everything is torn down however CMD
+      ends.
+
+  icecc_farm.py missing        what this machine lacks (nothing if ready)
+  icecc_farm.py check-clean R  succeeds when nothing recorded in R is left
+"""
+
+import os
+import pwd
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "ssh", "Inputs"))
+import sandbox  # noqa: E402
+
+TOOLS = sandbox.BASE_TOOLS + (("icecc", "icecc"), ("iceccd", "icecc"),
+                              ("icecc-scheduler", "icecc"), ("icecc-create-env", "icecc"),
+                              ("python3", "python3"))
+SUBNET = "10.231.3"
+NETNAME = "dtltotest"
+
+
+def iceccd(sb, name, slots, extra=()):
+    # iceccd started as root runs as the icecc user (with CAP_SYS_CHROOT
+    # only): its socket and environments are that user's.
+    os.makedirs(sb.path(name, "envs"), exist_ok=True)
+    user = pwd.getpwnam("icecc")
+    for d in (sb.path(name), sb.path(name, "envs")):
+        os.chown(d, user.pw_uid, user.pw_gid)
+    env = dict(os.environ, ICECC_TEST_SOCKET=sb.path(name, "socket"))
+    argv = ["iceccd", "-n", NETNAME, "-s", f"{SUBNET}.1", "-m", str(slots), "-N", name,
+            "-b", sb.path(name, "envs"), "-vvv"] + list(extra)
+    return argv, env
+
+
+def start(sb: sandbox.Sandbox, args):
+    client = sb.add_netns(f"dtlto-icecc-{os.getpid()}")
+    sandbox.sh("ip", "-n", client, "link", "add", "br0", "type", "bridge")
+    sandbox.sh("ip", "-n", client, "addr", "add", f"{SUBNET}.1/24", "dev", "br0")
+    sandbox.sh("ip", "-n", client, "link", "set", "br0", "up")
+    sb.spawn("scheduler", ["icecc-scheduler", "-n", NETNAME, "-vvv"], netns=client)
+    for i in range(1, args.count + 1):
+        name = f"h{i}"
+        ns = sb.add_netns(f"dtlto-icecc-{os.getpid()}-{name}")
+        sandbox.sh("ip", "-n", client, "link", "add", f"v{i}", "type", "veth",
+                   "peer", "name", "eth0", "netns", ns)
+        sandbox.sh("ip", "-n", client, "link", "set", f"v{i}", "master", "br0", "up")
+        sandbox.sh("ip", "-n", ns, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
+        sandbox.sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        argv, env = iceccd(sb, name, 2)
+        sb.spawn(name, argv, netns=ns, host=name, hide=args.hide, env=env)
+    argv, env = iceccd(sb, "client", 0, ["--no-remote"])
+    sb.spawn("client", argv, netns=client, env=env)
+    for name in [f"h{i}" for i in range(1, args.count + 1)] + ["client"]:
+        sb.wait_for_log(name, "Connected to scheduler")
+    return dict(os.environ, ICECC_TEST_SOCKET=env["ICECC_TEST_SOCKET"]), client
+
+
+HARNESS = sandbox.Harness("icecc_farm.py", __doc__, TOOLS, "--hosts", start,
+                          host=lambda i: f"h{i}",
+                          logs=lambda args: ["scheduler", "client"] +
+                          [f"h{i}" for i in range(1, args.count + 1)])
+
+if __name__ == "__main__":
+    sys.exit(HARNESS.main())
