@@ -86,6 +86,20 @@ static void addClangConfigFlags(const lto::Config &Conf, const Triple &TT,
     CC1("-target-cpu", Conf.CPU);
   for (const std::string &Feature : Conf.MAttrs)
     CC1("-target-feature", Feature);
+  // The optimisation pipeline's tuning. clang turns the vectorizers and
+  // loop unrolling on at -O2 and above; the linker says what it wants (LLD's
+  // ELF driver and LLVMgold.so do as clang does, its Mach-O driver leaves
+  // both vectorizers off).
+  bool ClangDefault = Conf.OptLevel > 1;
+  const PipelineTuningOptions &PTO = Conf.PTO;
+  if (PTO.LoopVectorization != ClangDefault)
+    A.push_back(PTO.LoopVectorization ? "-fvectorize" : "-fno-vectorize");
+  if (PTO.SLPVectorization != ClangDefault)
+    A.push_back(PTO.SLPVectorization ? "-fslp-vectorize" : "-fno-slp-vectorize");
+  if (PTO.LoopUnrolling != ClangDefault)
+    A.push_back(PTO.LoopUnrolling ? "-funroll-loops" : "-fno-unroll-loops");
+  if (PTO.MergeFunctions)
+    A.insert(A.end(), {"-Xclang", "-fmerge-functions"});
   const TargetOptions &O = Conf.Options;
   if (O.EmulatedTLS)
     A.push_back("-femulated-tls");
