@@ -102,6 +102,13 @@ private:
   std::vector<std::string> Paths;
 };
 
+/// The temporary files a compiler that was writing one of ObjectPaths left
+/// next to it: clang writes <object stem>-<random>.o.tmp and renames it, and
+/// leaves it behind when it fails to write (a full disk) or is killed. Our
+/// object names carry the linker's pid, so such files are the link's own.
+std::vector<std::string>
+strayCompilerFiles(llvm::ArrayRef<std::string> ObjectPaths);
+
 /// Removes files registered with the signal handler and unregisters them; a
 /// no-op for Keep. Used by input preparation, which keeps no TempFileSet.
 void removeTempFiles(llvm::ArrayRef<std::string> Paths, bool Keep);

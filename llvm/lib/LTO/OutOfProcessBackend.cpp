@@ -637,6 +637,15 @@ Error OutOfProcessBackend::runJobs() {
 
   Run.DistributorRan = true;
   Run.DistributorSeconds = secondsSince(DistributorStart);
+  // What a compiler that failed (a full disk) or was stopped left beside
+  // the objects: the distributor's process group is gone by now.
+  {
+    std::vector<std::string> Objects;
+    for (const JobState *State : Pending)
+      Objects.push_back(State->J.ObjectPath);
+    for (const std::string &Stray : strayCompilerFiles(Objects))
+      sys::fs::remove(Stray);
+  }
   if (DistributorError && !LocalFallback)
     return makeError(toString(std::move(DistributorError)) +
                      (S.SaveTemps ? "" : "; link with --save-temps to keep "

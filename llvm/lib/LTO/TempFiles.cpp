@@ -134,6 +134,28 @@ std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
   return notAnOption(Path);
 }
 
+std::vector<std::string> strayCompilerFiles(ArrayRef<std::string> ObjectPaths) {
+  // The objects by directory, each as the prefix its temporaries start with.
+  StringMap<std::vector<std::string>> Prefixes;
+  for (StringRef Object : ObjectPaths) {
+    StringRef Dir = sys::path::parent_path(Object);
+    Prefixes[Dir.empty() ? "." : Dir].push_back(
+        (sys::path::stem(Object) + "-").str());
+  }
+  std::vector<std::string> Found;
+  for (const auto &[Dir, Stems] : Prefixes) {
+    std::error_code EC;
+    for (sys::fs::directory_iterator I(Dir, EC), E; I != E && !EC;
+         I.increment(EC)) {
+      StringRef Name = sys::path::filename(I->path());
+      if (Name.ends_with(".o.tmp") &&
+          any_of(Stems, [&](StringRef S) { return Name.starts_with(S); }))
+        Found.push_back(I->path());
+    }
+  }
+  return Found;
+}
+
 void registerTempFile(StringRef Path, bool Keep) {
   if (!Keep)
     sys::RemoveFileOnSignal(Path);
