@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include <string>
 
 namespace dtlto {
 
@@ -34,6 +35,21 @@ llvm::Expected<bool> localFallback();
 /// Seconds the distributor may run before it is stopped; 0 means no limit
 /// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).
 llvm::Expected<unsigned> distributorTimeout();
+
+/// Where the link report goes (-mllvm -dtlto-report=FILE.html, or
+/// DTLTO_REPORT=FILE.html): FILE.html, with FILE.json next to it; empty when
+/// no report is asked for. A name that does not end in ".html" is an error
+/// naming the option.
+llvm::Expected<std::string> reportFile();
+
+/// Show the live progress line (-mllvm -dtlto-progress=<bool>, or
+/// DTLTO_PROGRESS=0|1; by default, when stderr is a terminal).
+llvm::Expected<bool> progress();
+
+/// For tests of the link report: a file of event lines (docs/manifest.md,
+/// "The event channel") read after the distributor exits, as if they had
+/// come over the channel (hidden -mllvm -dtlto-report-events=<file>).
+std::string reportEventsFile();
 
 /// Whether an -mllvm argument is one of ours (-dtlto-*, and the DTLTO
 /// options of DistributionOptions.h). They change how jobs run, never what

@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Process.h"
 #include <cstdlib>
 #include <optional>
 
@@ -30,6 +31,21 @@ static cl::opt<unsigned> TimeoutOpt(
     "dtlto-distributor-timeout", cl::init(0), cl::value_desc("seconds"),
     cl::desc("Stop the DTLTO distributor after this many seconds (default: "
              "0, no limit)"));
+
+static cl::opt<std::string> ReportOpt(
+    "dtlto-report", cl::value_desc("file.html"),
+    cl::desc("Write a report of the DTLTO link: a page (<file>.html) and a "
+             "Chrome trace (<file>.json)"));
+
+static cl::opt<bool> ProgressOpt(
+    "dtlto-progress",
+    cl::desc("Show the DTLTO jobs' progress on stderr (default: when stderr "
+             "is a terminal)"));
+
+static cl::opt<std::string> ReportEventsOpt(
+    "dtlto-report-events", cl::Hidden, cl::value_desc("file"),
+    cl::desc("Testing: read DTLTO job events from <file> after the "
+             "distributor exits"));
 
 static std::optional<StringRef> env(const char *Name) {
   const char *V = std::getenv(Name);
@@ -88,6 +104,37 @@ Expected<unsigned> dtlto::distributorTimeout() {
     return badEnv("DTLTO_DISTRIBUTOR_TIMEOUT", *V, "a number of seconds");
   return Seconds;
 }
+
+static bool isReportName(StringRef Path) {
+  return Path.size() > 5 && Path.ends_with_insensitive(".html");
+}
+
+Expected<std::string> dtlto::reportFile() {
+  if (ReportOpt.getNumOccurrences()) {
+    if (!isReportName(ReportOpt))
+      return createStringError(
+          inconvertibleErrorCode(),
+          "-dtlto-report='" + ReportOpt +
+              "': the report must be named <file>.html (its trace goes "
+              "next to it, as <file>.json)");
+    return ReportOpt;
+  }
+  std::optional<StringRef> V = env("DTLTO_REPORT");
+  if (!V)
+    return "";
+  if (!isReportName(*V))
+    return badEnv("DTLTO_REPORT", *V,
+                  "a file name ending in .html (the trace goes next to it, "
+                  "as <file>.json)");
+  return V->str();
+}
+
+Expected<bool> dtlto::progress() {
+  return boolSetting(ProgressOpt, "DTLTO_PROGRESS",
+                     sys::Process::StandardErrIsDisplayed());
+}
+
+std::string dtlto::reportEventsFile() { return ReportEventsOpt; }
 
 bool dtlto::isEngineOption(StringRef MllvmArg) {
   StringRef Value;

@@ -26,6 +26,7 @@
 #include "dtlto/BackendConfig.h"
 #include "dtlto/Cache.h"
 #include "dtlto/Distributor.h"
+#include "dtlto/LinkReport.h"
 #include "dtlto/Manifest.h"
 #include "dtlto/ObjectCheck.h"
 #include "dtlto/Options.h"
@@ -224,6 +225,7 @@ void OutOfProcessBackend::jobFailed(JobState &State, Error E) {
     State.Failure = toString(std::move(E));
   else
     consumeError(std::move(E));
+  LinkReport::jobFailed(State.J, State.Failure);
 }
 
 // One error line for the link, however many jobs failed: the first failed
@@ -268,6 +270,11 @@ void OutOfProcessBackend::emitWarnings(ArrayRef<JobState *> Order) {
 
 Error OutOfProcessBackend::checkSettings() {
   StartTime = Clock::now();
+  if (Error E = LinkReport::begin(
+          S.LinkerOutputFile,
+          distributorShortName(S.Distributor, S.DistributorArgs),
+          S.RemoteCompiler, Cache.isValid(), Jobs.size()))
+    return E;
   Expected<std::string> Path = findDistributor(S.Distributor);
   if (!Path)
     return Path.takeError();
@@ -348,6 +355,7 @@ Error OutOfProcessBackend::start(
     WorkerTrace Worker(trace());
     if (Error E = prepareJob(State, ExportList, ResolvedODR))
       jobFailed(State, std::move(E));
+    LinkReport::jobPrepared(State.J, State.CacheHit);
   });
   if (OnWrite)
     OnWrite(originalName(State.J.ModuleID));
@@ -495,6 +503,7 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
   if (!Stream)
     return Stream.takeError();
   *(*Stream)->OS << Object;
+  LinkReport::objectLinked(J, Object.size());
   return (*Stream)->commit();
 }
 
@@ -502,6 +511,7 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
 // enter the cache: its key says "compiled by the remote compiler".
 Error OutOfProcessBackend::compileInLinker(JobState &State) {
   ExtraScope Scope(Compat, "DTLTO compile in the linker", State.J.ModuleID);
+  LinkReport::LocalCompile Reported(State.J);
   LTOLLVMContext Context(Conf);
   Expected<std::unique_ptr<llvm::Module>> M =
       State.Module->parseModule(Context);
@@ -519,6 +529,7 @@ Error OutOfProcessBackend::compileInLinker(JobState &State) {
 
 Error OutOfProcessBackend::wait() {
   Error E = runJobs();
+  LinkReport::backendEnded();
   Signals.reset();
   if (E)
     return failLink(std::move(E));
@@ -631,12 +642,14 @@ Error OutOfProcessBackend::runJobs() {
   Error DistributorError = Error::success();
   {
     TimeTraceScope Scope("Execute DTLTO distributor", *DistributorPath);
+    LinkReport::distributorStarted(ManifestJobs);
     DistributorError = runDistributor(*DistributorPath, S.DistributorArgs,
                                       Manifest, TimeoutSeconds);
   }
 
   Run.DistributorRan = true;
   Run.DistributorSeconds = secondsSince(DistributorStart);
+  LinkReport::distributorEnded(static_cast<bool>(DistributorError));
   // What a compiler that failed (a full disk) or was stopped left beside
   // the objects: the distributor's process group is gone by now.
   {
@@ -664,6 +677,7 @@ Error OutOfProcessBackend::runJobs() {
           if (!LocalFallback)
             return jobFailed(*State, Obj.takeError());
           State->FallbackReason = toString(Obj.takeError());
+          LinkReport::fellBack(State->J, State->FallbackReason);
           // After a failed distributor one warning says it all.
           if (!Failed)
             State->Warnings.push_back(State->FallbackReason +
