@@ -5,6 +5,7 @@ Successful jobs' own output (compiler warnings) is passed through when the
 job ends, so lines of parallel jobs never interleave.
 """
 
+import os
 import shlex
 import sys
 import time
@@ -44,8 +45,10 @@ class Reporter:
         self.verbose = verbose
         self.stream = stream or sys.stderr
         # A live line on a terminal; one line per finished job when forced
-        # with --progress into a log file.
-        self.live = progress or self.stream.isatty()
+        # with --progress into a log file. Not when the linker draws its own
+        # on the same terminal (DTLTO_ENGINE_PROGRESS, docs/manifest.md).
+        self.live = progress or (self.stream.isatty()
+                                 and not os.environ.get("DTLTO_ENGINE_PROGRESS"))
         self.in_place = self.live and self.stream.isatty()
         self.total = 0
         self.done = 0
