@@ -199,12 +199,13 @@ def load(path):
 
 # ---- check ------------------------------------------------------------------
 
-def cmd_check(args):
+def check_one(args, path):
+    """Checks the trace at path as args says; prints why not; True if good."""
     try:
-        info, jobs, attempts, lanes = check(load(args.trace))
+        info, jobs, attempts, lanes = check(load(path))
     except SchemaError as e:
-        print(f"{PROG}: error: {args.trace}: {e}", file=sys.stderr)
-        return 1
+        print(f"{PROG}: error: {path}: {e}", file=sys.stderr)
+        return False
     problems = []
     if args.jobs is not None and len(jobs) != args.jobs:
         problems.append(f"{len(jobs)} jobs, expected {args.jobs}")
@@ -218,12 +219,17 @@ def cmd_check(args):
     if args.complete and not info["complete"]:
         problems.append("the final link is missing")
     for p in problems:
-        print(f"{PROG}: error: {args.trace}: {p}", file=sys.stderr)
+        print(f"{PROG}: error: {path}: {p}", file=sys.stderr)
     if problems:
-        return 1
-    print(f"{args.trace}: a valid link report trace: {len(jobs)} jobs, {len(attempts)} other "
+        return False
+    print(f"{path}: a valid link report trace: {len(jobs)} jobs, {len(attempts)} other "
           f"attempts, {len(lanes)} lanes, {len(info['phases'])} phases")
-    return 0
+    return True
+
+
+def cmd_check(args):
+    good = [check_one(args, path) for path in args.trace]
+    return 0 if all(good) else 1
 
 
 # ---- summary ----------------------------------------------------------------
@@ -369,8 +375,9 @@ def main():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("check", help="check a trace (FILE.json) against the schema")
-    c.add_argument("trace")
+    c = sub.add_parser("check", help="check traces (FILE.json) against the schema; "
+                       "exits 1 if any is not valid")
+    c.add_argument("trace", nargs="+")
     c.add_argument("--jobs", type=int, metavar="N", help="and that it has N jobs")
     c.add_argument("--module", action="append", default=[], metavar="M",
                    help="and a job of module M (repeatable)")
