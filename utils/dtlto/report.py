@@ -70,7 +70,8 @@ JOB_OPTIONAL = {"worker": str, "queue_s": NUM, "upload_s": NUM, "compile_s": NUM
 ATTEMPT_ARGS = {"task": int, "module": str, "outcome": str, "source": str}
 ATTEMPT_OPTIONAL = {"attempt": int, "worker": str, "reason": str, "retry": bool}
 DTLTO_KEYS = {"schema": int, "engine": str, "linker": str, "output": str, "distributor": str,
-              "remote_compiler": str, "start_epoch": NUM, "complete": bool, "cache": bool,
+              "remote_compiler": str, "start_epoch": NUM, "complete": bool, "link_failed": bool,
+              "cache": bool,
               "distributor_events": int, "bad_events": int, "time_trace": str, "phases": list,
               "totals": dict, "bound": dict, "critical_path": dict, "modules": list}
 TOTALS = {k: int for k in ("jobs", "cache_hits", "distributed", "from_distributor",
@@ -243,7 +244,8 @@ def cmd_summary(args):
     t, b = info["totals"], info["bound"]
     modules = info["modules"]
     print(f"link {info['output']} by {info['linker']} ({info['engine']}), distributor "
-          f"{info['distributor'] or '-'}; {'complete' if info['complete'] else 'without the final link'}")
+          f"{info['distributor'] or '-'}; {'complete' if info['complete'] else 'without the final link'}"
+          f"{'; the link failed' if info['link_failed'] else ''}")
     print(f"jobs {t['jobs']}: {t['cache_hits']} cache hits, {t['distributed']} distributed, "
           f"{t['from_distributor']} from the distributor, {t['fallbacks']} fallbacks, "
           f"{t['failed']} failed, {t['retries']} retries; events {info['distributor_events']}, "

@@ -89,6 +89,7 @@ struct LinkRecord {
   std::optional<double> LTOStart, BackendStart, DistributorStart,
       DistributorEnd, BackendEnd, LTOEnd, LinkEnd;
   bool DistributorFailed = false;
+  bool BackendFailed = false; // the link fails: no final link follows
   /// Events the distributor sent, and lines of the channel that were not
   /// events or named no job the engine gave it.
   size_t Events = 0, BadEvents = 0;
@@ -147,8 +148,9 @@ public:
     LocalCompile(const LocalCompile &) = delete;
     LocalCompile &operator=(const LocalCompile &) = delete;
   };
-  /// The backend's work is done (objects linked, files removed).
-  static void backendEnded();
+  /// The backend's work is done (objects linked, files removed), or it
+  /// failed the link.
+  static void backendEnded(bool Failed);
 
   /// LTO::run begins and ends (PlainLTO.cpp), for every linker: they bound
   /// the thin link and the final link. Recorded whether or not a report is

@@ -346,7 +346,7 @@ static void write(State &S, const LinkRecord &Rec) {
   errs() << S.Rec.Linker << ": warning: " << Msg << "\n";
 }
 
-void LinkReport::backendEnded() {
+void LinkReport::backendEnded(bool Failed) {
   State *S = active();
   if (!S)
     return;
@@ -358,6 +358,7 @@ void LinkReport::backendEnded() {
   {
     std::lock_guard<std::mutex> Lock(S->Mu);
     S->Rec.BackendEnd = wallSeconds();
+    S->Rec.BackendFailed = Failed;
     Rec = S->Rec;
   }
   // Once now, for linkers that exit without running the exit hooks; the

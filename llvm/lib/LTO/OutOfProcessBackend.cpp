@@ -529,7 +529,7 @@ Error OutOfProcessBackend::compileInLinker(JobState &State) {
 
 Error OutOfProcessBackend::wait() {
   Error E = runJobs();
-  LinkReport::backendEnded();
+  LinkReport::backendEnded(static_cast<bool>(E));
   Signals.reset();
   if (E)
     return failLink(std::move(E));

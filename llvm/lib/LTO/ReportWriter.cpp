@@ -301,7 +301,10 @@ static void viewPhases(Analysis &A) {
   addPhase(A, "Compile in the linker", FirstLocal, LastLocal);
   addPhase(A, "Clean up", R.BackendStart, R.BackendEnd);
   addPhase(A, "Finish LTO", R.BackendEnd, R.LTOEnd);
-  addPhase(A, "Final link", R.LTOEnd ? R.LTOEnd : R.BackendEnd, R.LinkEnd);
+  addPhase(A,
+           R.BackendFailed ? "Until the linker exited (the link failed)"
+                           : "Final link",
+           R.LTOEnd ? R.LTOEnd : R.BackendEnd, R.LinkEnd);
 }
 
 // The critical path: the linker's own work up to the job that finished
@@ -341,7 +344,8 @@ static void viewCriticalPath(Analysis &A) {
   }
   Add("after the job (checks, clean-up)", C.Main->End, BackendEnd);
   if (R.LinkEnd)
-    Add("final link", BackendEnd, *R.LinkEnd);
+    Add(R.BackendFailed ? "until the linker exited" : "final link", BackendEnd,
+        *R.LinkEnd);
   // The main thread's phases before the job went out and after it came
   // back; when the linker compiled it, every one of them.
   bool Local = C.Pid == LinkerPid;
@@ -652,6 +656,7 @@ static void writeSummary(TraceWriter &W, const Analysis &A,
     J.attribute("remote_compiler", R.RemoteCompiler);
     W.seconds("start_epoch", A.T0);
     J.attribute("complete", A.Complete);
+    J.attribute("link_failed", R.BackendFailed);
     J.attribute("cache", R.Cache);
     J.attribute("distributor_events", int64_t(R.Events));
     J.attribute("bad_events", int64_t(R.BadEvents));

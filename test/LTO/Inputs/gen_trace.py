@@ -162,7 +162,8 @@ def main():
     info = {
         "schema": 1, "engine": "dtlto (gen_trace.py)", "linker": "ld.lld",
         "output": f"bin/big-{a.jobs}", "distributor": "farm.py", "remote_compiler": "clang",
-        "start_epoch": 1764590000.0, "complete": True, "cache": True,
+        "start_epoch": 1764590000.0, "complete": True, "link_failed": False,
+        "cache": True,
         "distributor_events": 3 * totals["distributed"], "bad_events": 0, "time_trace": "",
         "phases": [{"name": n, "start": s, "end": e, "critical": True} for n, s, e in phases if e > s],
         "totals": dict(totals, bytes_moved=totals["input_bytes"] + totals["object_bytes"],
