@@ -118,17 +118,20 @@ public:
 
   /// The job's cache lookup is done and, on a miss, its shard written.
   static void jobPrepared(const Job &J, bool CacheHit);
-  /// The jobs go to the distributor; a job's event id is its position here
-  /// (one-shot mode: its index in the manifest's jobs).
+  /// The distributor starts with Jobs; a job's event id is its position
+  /// here (one-shot: its index in the manifest's jobs). A streaming
+  /// distributor starts with none, and each job it is given later is
+  /// recorded by jobHandedOver.
   static void distributorStarted(llvm::ArrayRef<const Job *> Jobs);
-  /// One job goes to a distributor that is already running, under Id
-  /// (streaming).
+  /// One job goes to a running distributor, under Id (streaming): call it
+  /// before the job's record is written, so that its events find it.
   static void jobHandedOver(const Job &J, uint64_t Id);
   static void distributorEnded(bool Failed);
-  /// What the distributor reported about a job (the event channel's reader
-  /// calls this for every event it parsed).
+  /// What the distributor reported about a job: the event channel's reader
+  /// calls this for every line parseJobEvent accepts (from its own thread).
+  /// An event whose id names no job handed over counts as a bad line.
   static void jobEvent(const JobEvent &E);
-  /// A line of the event channel that was not an event.
+  /// A line of the event channel that parseJobEvent refused.
   static void badEvent();
   /// The job's object (from the distributor or the cache) passed the checks
   /// and went to the link.
