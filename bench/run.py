@@ -84,6 +84,12 @@ def parse_args(argv):
     p.add_argument("--trace-runs", type=int, default=3, metavar="N",
                    help="--time-trace links per mode for the phase split, "
                         "reported as medians; 0 skips them (default: %(default)s)")
+    p.add_argument("--report-dir", metavar="DIR",
+                   help="write the link report of one untimed link per mode of ours "
+                        "(the warm-up link, or one more when there is none) to "
+                        "DIR/<program>-<mode>.html and .json, and its screenshot to "
+                        ".png when chromium is installed (docs/usage.md, 'The link "
+                        "report')")
     p.add_argument("--build-only", action="store_true",
                    help="fetch and build the programs, then stop")
     p.add_argument("--report", metavar="JSON",
@@ -121,6 +127,8 @@ def parse_args(argv):
     if args.runs < 1 or args.jobs < 1 or args.trace_runs < 0:
         p.error("--runs and --jobs must be at least 1, --trace-runs at least 0")
     args.cache = os.path.abspath(args.cache)
+    if args.report_dir:
+        args.report_dir = os.path.abspath(args.report_dir)
     args.out = os.path.abspath(args.out or os.path.join(args.cache, "results"))
     return args
 

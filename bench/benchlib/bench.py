@@ -132,8 +132,16 @@ class ProgramBench:
         self.failed.add(mode.key)
         self.result["modes"][mode.key]["status"] = f"FAIL: {why}"
 
-    def link(self, mode, kind, index, extra=()):
-        """Run one link of mode; record it; return the record or None."""
+    def report_path(self, mode):
+        """Where the link report of mode goes (--report-dir), if anywhere:
+        only our engine writes one."""
+        if not self.args.report_dir or mode.linker != "ours":
+            return None
+        return os.path.join(self.args.report_dir, f"{self.program.name}-{mode.key}.html")
+
+    def link(self, mode, kind, index, extra=(), report=None):
+        """Run one link of mode; record it; return the record or None. With
+        report, the link writes its link report there (never a timed run)."""
         out = self.output(mode)
         if os.path.exists(out):
             os.remove(out)
@@ -146,7 +154,10 @@ class ProgramBench:
         # Other work on the machine shows here (the benchmark's own links
         # raise it too).
         load = os.getloadavg()[0]
-        rec = run_link(argv, self.cwd, self.env(mode), stdout, stderr,
+        env = self.env(mode)
+        if report:
+            env["DTLTO_REPORT"] = report
+        rec = run_link(argv, self.cwd, env, stdout, stderr,
                        sample_ms=self.args.sample_ms)
         with open(stderr, errors="replace") as f:
             err_text = f.read()
@@ -212,9 +223,15 @@ class ProgramBench:
         if not self.args.no_warmup:
             for mode in [m for m in order if m.key not in self.failed]:
                 log(f"{name} / {mode.key}: warm-up link")
-                rec = self.link(mode, "warmup", 0)
+                rec = self.link(mode, "warmup", 0, report=self.report_path(mode))
                 if rec:
                     self.check(mode, rec)
+        elif self.args.report_dir:
+            for mode in [m for m in order if m.key not in self.failed and self.report_path(m)]:
+                log(f"{name} / {mode.key}: link for the report")
+                self.link(mode, "report", 0, report=self.report_path(mode))
+        if self.args.report_dir:
+            self.screenshots()
         runs = self.args.runs_for.get(self.program.name, self.args.runs)
         self.result["timed_runs"] = runs
         for i in range(runs):
@@ -232,6 +249,31 @@ class ProgramBench:
         if self.args.variants:
             self.variants()
         return self.result
+
+    def screenshots(self):
+        """Each mode's report rendered to a PNG next to it, by the report's
+        own tool (utils/dtlto/report.py render) in headless chromium."""
+        reports = self.result.setdefault("reports", {})
+        tool = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "utils", "dtlto", "report.py")
+        for mode in self.modes:
+            page = self.report_path(mode)
+            if not page or not os.path.exists(page):
+                continue
+            entry = reports[mode.key] = {"html": page, "json": page[:-5] + ".json"}
+            if not shutil.which("chromium"):
+                continue
+            png = page[:-5] + ".png"
+            r = subprocess.run([sys.executable, tool, "render", page, "--screenshot", png,
+                                "--window", "1400,2600"], capture_output=True, text=True)
+            if r.returncode == 0:
+                entry["png"] = png
+            else:
+                log(f"{self.program.name} / {mode.key}: no screenshot of the report: "
+                    f"{r.stderr.strip()[-300:]}")
+        for key, entry in reports.items():
+            log(f"{self.program.name} / {key}: report {entry['html']}"
+                + (f", screenshot {entry['png']}" if "png" in entry else ""))
 
     def variants(self):
         """Each link-time variant linked in-process, with dtlto-backend and
@@ -343,6 +385,8 @@ def _git_commit(root):
 
 def bench(args, builds):
     os.makedirs(args.out, exist_ok=True)
+    if args.report_dir:
+        os.makedirs(args.report_dir, exist_ok=True)
     ctx = Context(args)
     _check_tools(ctx)
     modes = [m for m in MODES if m.key in args.modes]
