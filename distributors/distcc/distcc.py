@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Run the DTLTO backend jobs of a manifest on an existing distcc farm."""
 
-import errno
 import os
 import re
 import shlex
@@ -223,7 +222,7 @@ class Distcc:
         self.tally.received += os.path.getsize(obj)
         self.tally.where[host.name] += 1
         try:
-            place(obj, job.object)
+            bundle.place(obj, job.object)
         except OSError as e:
             result.returncode, result.problem = None, f"cannot write {job.object}: {e.strerror}"
 
@@ -277,22 +276,6 @@ def distcc_error(stderr: bytes) -> str:
         if found:
             return found[1].strip()
     return next((line.strip() for line in reversed(lines) if line.strip()), "no message")
-
-
-def place(src: str, dst: str) -> None:
-    """Move the checked object into place, atomically."""
-    try:
-        os.replace(src, dst)
-    except OSError as e:
-        if e.errno != errno.EXDEV:
-            raise
-        tmp = os.path.join(os.path.dirname(os.path.abspath(dst)), f".dtlto-{os.getpid()}.o")
-        try:
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
 
 def main() -> int:

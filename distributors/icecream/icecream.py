@@ -81,16 +81,12 @@ def parse_args():
 def find_tools(args, m) -> tuple[str, str]:
     """(dtlto-backend, clang) here, as absolute paths; ValueError naming
     what is missing."""
-    backend = args.backend or (m.compiler if bundle.is_backend(m.compiler)
-                               else shutil.which("dtlto-backend"))
-    if not backend or not os.access(backend, os.X_OK):
-        raise ValueError("cannot find dtlto-backend, which runs the bundles on the farm: "
-                         "give --backend PATH")
+    backend = bundle.farm_backend(m, args.backend)
     clang = args.clang or (m.compiler if not bundle.is_backend(m.compiler)
                            else shutil.which("clang-22") or shutil.which("clang"))
     if not clang or not os.access(clang, os.X_OK):
         raise ValueError("cannot find the clang to put into the environment: give --clang PATH")
-    return os.path.abspath(backend), os.path.abspath(clang)
+    return backend, os.path.abspath(clang)
 
 
 def env_key(files: list[str]) -> str:
