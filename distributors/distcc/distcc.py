@@ -60,6 +60,7 @@ DISTCC_FAILURES = range(100, 128)
 
 SPEC = re.compile(r"^(?P<user>[^@/\s]*@)?(?P<host>\[[^\]]+\]|[^:/,@\s]+)"
                   r"(?P<rest>[^,]*)(?P<options>,.*)?$")
+OPTIONS = re.compile(r"lzo|cpp|down|auth(=[^,]+)?")  # distcc's own (src/hosts.c)
 
 
 @dataclass
@@ -70,62 +71,104 @@ class Host:
     local: bool
 
 
-def parse_host(spec: str) -> Host:
+def parse_host(spec: str) -> Host | None:
+    """One DISTCC_HOSTS word as distcc reads it; None for a host marked
+    ',down' (distcc does not use it). ValueError saying what is wrong."""
+    def bad(why="expected HOST[:PORT][/LIMIT][,OPTIONS]"):
+        return ValueError(f"bad distcc host '{spec}': {why}")
+    # Only the bare word, or with a LIMIT, means "here" to distcc:
+    # localhost:3632 is a distccd on this machine.
+    if spec == "localhost" or spec.startswith("localhost/"):
+        limit = re.match(r"localhost(?:/(\d*))?", spec)[1]
+        if limit is not None and (not limit or int(limit) < 1):
+            raise bad("LIMIT must be a positive number")
+        return Host("localhost", spec, int(limit) if limit else LOCAL_SLOTS, True)
     found = SPEC.match(spec)
     if not found:
-        raise ValueError(f"bad distcc host '{spec}': expected HOST[:PORT][/LIMIT][,OPTIONS]")
-    rest = found["rest"]
-    limit = re.search(r"/(\d*)", rest)
-    if limit and (not limit[1] or int(limit[1]) < 1):
-        raise ValueError(f"bad distcc host '{spec}': LIMIT must be a positive number")
-    if re.fullmatch(r"(:\d+)?(/\d+)?|(/\d+)?(:\d+)?", rest) is None and not found["user"]:
-        raise ValueError(f"bad distcc host '{spec}': expected HOST[:PORT][/LIMIT][,OPTIONS]")
-    local = found["host"] == "localhost" and not found["user"]
-    slots = int(limit[1]) if limit else (LOCAL_SLOTS if local else DEFAULT_SLOTS)
-    name = (found["user"] or "") + found["host"] + re.sub(r"/\d+", "", rest)
-    return Host(name, spec, slots, local)
+        raise bad()
+    if found["user"] is not None:  # distcc over ssh: [USER]@HOST[/LIMIT][:COMMAND]
+        parts = re.fullmatch(r"(?:/(\d*))?(?::(\S+))?", found["rest"])
+        if not parts:
+            raise bad("expected [USER]@HOST[/LIMIT][:COMMAND][,OPTIONS]")
+        limit, tail = parts[1], f":{parts[2]}" if parts[2] else ""
+    else:  # HOST[/LIMIT][:PORT][/LIMIT]; the last LIMIT counts, as in distcc
+        parts = re.fullmatch(r"(?:/(\d*))?(?::(\d+))?(?:/(\d*))?", found["rest"])
+        if not parts:
+            raise bad()
+        limit, tail = parts[3] if parts[3] is not None else parts[1], \
+            f":{parts[2]}" if parts[2] else ""
+    if limit is not None and (not limit or int(limit) < 1):
+        raise bad("LIMIT must be a positive number")
+    options = found["options"][1:].split(",") if found["options"] else []
+    for option in options:
+        if not OPTIONS.fullmatch(option):
+            raise bad(f"unknown option ',{option}' (distcc knows lzo, cpp, down, auth)")
+    if "cpp" in options and "lzo" not in options:
+        raise bad("pump mode (,cpp) needs ,lzo")
+    if "down" in options:
+        return None
+    slots = int(limit) if limit else DEFAULT_SLOTS
+    name = (found["user"] or "") + found["host"] + tail
+    # Pump mode sends a source's headers; a bundle has none, and without
+    # distcc's include server the job would fail: plain mode for it.
+    kept = "".join("," + o for o in options if o != "cpp")
+    return Host(name, spec.split(",", 1)[0] + kept, slots, False)
 
 
 def parse_hosts(text: str, where: str) -> list[Host]:
-    hosts = []
+    hosts, down = [], 0
     for line in text.splitlines():
         for word in line.split("#", 1)[0].split():
-            if word == "--randomize" or word.startswith(("--localslots=", "--localslots_cpp=")):
+            if word == "--randomize" or word.startswith("--localslots"):
                 continue  # we spread jobs ourselves; local compiles are localhost's slots
             if word.startswith("+zeroconf"):
                 raise ValueError(f"{where}: +zeroconf is not supported: list the hosts")
             if word.startswith("-"):
                 raise ValueError(f"{where}: unknown distcc host option '{word}'")
             try:
-                hosts.append(parse_host(word))
+                host = parse_host(word)
             except ValueError as e:
                 raise ValueError(f"{where}: {e}") from None
+            if host:
+                hosts.append(host)
+            else:
+                down += 1
     names = [h.name for h in hosts]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise ValueError(f"{where}: host {dup} is listed twice (give it a larger /LIMIT)")
     if not hosts:
-        raise ValueError(f"{where}: lists no hosts")
+        raise ValueError(f"{where}: lists no hosts" +
+                         (f" but {plural(down, 'host')} marked ,down" if down else ""))
     return hosts
 
 
-def read_hosts(args) -> list[Host]:
-    """The host list, from the first place distcc itself would look."""
+def read_hosts(args) -> tuple[list[Host], str]:
+    """The host list, from the first place distcc itself would look, and
+    that place."""
     if args.hosts:
-        return parse_hosts(" ".join(args.hosts), "--hosts")
+        return parse_hosts(" ".join(args.hosts), "--hosts"), "--hosts"
     if os.environ.get("DISTCC_HOSTS", "").strip():
-        return parse_hosts(os.environ["DISTCC_HOSTS"], "$DISTCC_HOSTS")
+        return parse_hosts(os.environ["DISTCC_HOSTS"], "$DISTCC_HOSTS"), "$DISTCC_HOSTS"
     distcc_dir = os.environ.get("DISTCC_DIR") or os.path.expanduser("~/.distcc")
     for path in (os.path.join(distcc_dir, "hosts"), "/etc/distcc/hosts"):
         try:
             with open(path, encoding="utf-8") as f:
-                return parse_hosts(f.read(), path)
+                return parse_hosts(f.read(), path), path
         except FileNotFoundError:
             continue
+        except UnicodeDecodeError:
+            raise ValueError(f"cannot read {path}: it is not UTF-8 text") from None
         except OSError as e:
             raise ValueError(f"cannot read {path}: {e.strerror}") from None
     raise ValueError("no distcc hosts: give --hosts, or set DISTCC_HOSTS, or list them "
                      "in ~/.distcc/hosts or /etc/distcc/hosts")
+
+
+def describe_hosts(hosts: list[Host], where: str) -> str:
+    """'hosts (from --hosts): a (4 slots), localhost (2 slots, here)'."""
+    return f"hosts (from {where}): " + ", ".join(
+        f"{h.name} ({plural(h.slots, 'slot')}{', here' if h.local else ''})" for h in hosts)
 
 
 def parse_args():
@@ -283,7 +326,7 @@ def main() -> int:
     try:
         if args.retries < 0:
             raise ValueError("--retries must not be negative")
-        hosts = read_hosts(args)
+        hosts, hosts_from = read_hosts(args)
     except ValueError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -302,11 +345,11 @@ def main() -> int:
                   "(Debian: apt-get install distcc)", file=sys.stderr)
             return EXIT_USAGE
     if args.dry_run:
+        print(describe_hosts(hosts, hosts_from))
         return engine.dry_run()
     engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
                           verbose=args.verbose, placement=engine.tally.describe)
-    engine.rep.verbose_note(f"{plural(len(hosts), 'host')}, "
-                            f"{plural(engine.pool.limit, 'slot')}")
+    engine.rep.verbose_note(describe_hosts(hosts, hosts_from))
     return engine.run()
 
 

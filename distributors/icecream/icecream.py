@@ -238,7 +238,12 @@ def main() -> int:
             print(f"{PROG}: error: job {job.index} cannot be sent to icecream: {e}",
                   file=sys.stderr)
             return EXIT_USAGE
+    if args.env and not os.path.isfile(args.env):
+        print(f"{PROG}: error: --env {args.env} is not a file", file=sys.stderr)
+        return EXIT_USAGE
     if args.dry_run:
+        engine.work = os.path.join(os.path.dirname(os.path.abspath(m.path)),
+                                   ".dtlto-icecream-XXXXXX")
         for job in m.jobs:
             print(shlex.join(engine.command(job)))
             for line in bundle.describe(m, job, engine.plan(job)):
@@ -253,7 +258,8 @@ def main() -> int:
     try:
         tarball = args.env or build_env(engine.rep, cache, backend, clang, aliases)
     except OSError as e:
-        engine.rep.error(f"cannot build the icecream environment in {cache}: {e}")
+        why = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else e.strerror or e
+        engine.rep.error(f"cannot build the icecream environment in {cache}: {why}")
         return 1
     return engine.run(tarball)
 
