@@ -4,6 +4,7 @@
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -25,6 +26,9 @@ PROG = "icecream.py"
 # for its default target; a gcc-like name asks nothing. So ours is "gcc":
 # icecc-create-env's compiler-wrapper argument puts dtlto-backend there.
 FARM_NAME = "dtlto-backend-gcc"
+# What icecc says when it gives up on the remote host and compiles the job
+# here itself (client/main.cpp: a client_error or a remote_error).
+ICECC_FELL_BACK = re.compile(rb"got exception |local build forced by remote exception")
 
 EPILOG = """\
 Each job is one icecream compile of one file: the job as a bundle
@@ -42,9 +46,10 @@ environment at the path the manifest names. Nothing of ours is installed
 on the farm.
 
 icecream decides where each job runs, and runs it here when the farm
-cannot (with the dtlto-backend given by --backend). A job whose object
-comes back empty or damaged runs again (--retries); a compiler error is
-never retried.
+cannot (with the dtlto-backend given by --backend), e.g. when it loses the
+host. A job whose object comes back empty or damaged runs again
+(--retries), the last time here (ICECC=no); a compiler error is never
+retried. The summary says how many jobs ran on the farm and how many here.
 
 Use it from the linker:
   ld.lld --thinlto-distributor=icecream.py \\
@@ -73,8 +78,8 @@ def parse_args():
                    help="where built environments are kept (default "
                         "$XDG_CACHE_HOME/dtlto/icecream, or ~/.cache/dtlto/icecream)")
     g.add_argument("--retries", type=int, default=2, metavar="N",
-                   help="run a job whose object came back spoiled again up to N times "
-                        "(default 2)")
+                   help="run a job whose object came back spoiled again up to N times, "
+                        "the last time here (default 2)")
     return parser.parse_args()
 
 
@@ -150,6 +155,7 @@ class Icecream:
         self.plans: dict[int, transfer.Plan] = {}
         self.attempts: dict[int, int] = {}
         self.spoiled: set[int] = set()
+        self.local: set[int] = set()  # jobs whose last try runs here
 
     def plan(self, job) -> transfer.Plan:
         if job.index not in self.plans:
@@ -164,7 +170,15 @@ class Icecream:
 
     def command(self, job) -> list[str]:
         src, obj = self.paths(job)
-        return [self.args.icecc, FARM_NAME, "-c", src, "-o", obj]
+        argv = [self.args.icecc, FARM_NAME, "-c", src, "-o", obj]
+        # The last try of a job the farm spoiled runs here (ICECC=no: through
+        # the local iceccd, which logs it), as icecream itself does when it
+        # loses a host.
+        tries = self.attempts.get(job.index, 0)
+        if tries and tries == self.args.retries:
+            self.local.add(job.index)
+            return ["env", "ICECC=no"] + argv
+        return argv
 
     def stdin(self, job) -> None:
         src, _ = self.paths(job)
@@ -185,7 +199,8 @@ class Icecream:
             self.spoiled.add(job.index)
             return
         self.tally.received += os.path.getsize(obj)
-        self.tally.where["icecream"] += 1
+        here = result.job.index in self.local or ICECC_FELL_BACK.search(result.stderr)
+        self.tally.where["here" if here else "farm"] += 1
         try:
             os.replace(obj, job.object)
         except OSError as e:
@@ -195,9 +210,16 @@ class Icecream:
         if job.index not in self.spoiled or result.attempt > self.args.retries:
             return False
         self.tally.retries += 1
-        self.rep.note(f"job {job.index} ({job.module}) {result.describe()}; running it again "
+        where = "here" if result.attempt == self.args.retries else "again"
+        self.rep.note(f"job {job.index} ({job.module}) {result.describe()}; running it {where} "
                       f"({result.attempt + 1} of {self.args.retries + 1})")
         return True
+
+    def placement(self) -> str:
+        """'icecream (3 on the farm, 1 here), 1 retry, 52.0 KiB moved'."""
+        done = [f"{self.tally.where[k]} {what}" for k, what in
+                (("farm", "on the farm"), ("here", "here")) if self.tally.where[k]]
+        return self.tally.describe(f"icecream ({', '.join(done) or 'none done'})")
 
     def run(self, env_tarball: str) -> int:
         self.work = tempfile.mkdtemp(prefix=".dtlto-icecream-",
@@ -250,7 +272,7 @@ def main() -> int:
                 print("  " + line)
         return EXIT_OK
     engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+                          verbose=args.verbose, placement=engine.placement)
     # The manifest's clang, when it runs the jobs, at its own path.
     aliases = [] if bundle.is_backend(m.compiler) else [os.path.abspath(m.compiler)]
     cache = args.env_cache or os.path.join(
