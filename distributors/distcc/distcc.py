@@ -12,7 +12,7 @@ from dataclasses import dataclass
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
-from dtltodist import bundle, cli, paths, transfer  # noqa: E402
+from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
 from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
 from dtltodist.runner import JobResult, Runner  # noqa: E402
@@ -40,6 +40,19 @@ from the same dtlto and LLVM as the linker. With dtlto-backend as the
 remote compiler the objects are byte-identical to in-process ThinLTO;
 with clang the bundle runs that clang on the host, at the path the
 manifest names.
+
+With --self-contained, for farms whose hosts have plain clang but no
+dtlto-backend, each job's import step runs here (the manifest's clang,
+-O0 -emit-llvm -save-temps=obj keeps the imported module) and a host
+compiles that module alone:
+  distcc clang-22 <common args> --language=ir -c <module>.i -o <object>
+(--farm-compiler names the clang in the hosts' whitelist; default: the
+manifest's clang's name, clang-N for Debian's /usr/lib/llvm-N/bin/clang).
+That is clang's per-module pipeline, not ThinLTO's backend: the program
+is correct, and objects may differ from in-process ThinLTO's. A link that
+needs what only the backend reading the index shard does (CFI,
+whole-program devirtualization, memprof) or files besides the modules (a
+sample profile) is refused, saying why, and its jobs run here.
 
 distcc's own local fallback is off (DISTCC_FALLBACK=0): a host that
 cannot be reached, refuses the job or sends back an empty or damaged
@@ -179,9 +192,15 @@ def parse_args():
                         "$DISTCC_HOSTS and the hosts files)")
     g.add_argument("--distcc", default="distcc", metavar="PATH",
                    help="the distcc client (default: distcc in PATH)")
-    g.add_argument("--farm-compiler", default="dtlto-backend", metavar="NAME",
-                   help="the name distccd runs bundles with: in the hosts' distcc "
-                        "whitelist and distccd's PATH (default dtlto-backend)")
+    g.add_argument("--farm-compiler", metavar="NAME",
+                   help="the name distccd runs jobs with: in the hosts' distcc "
+                        "whitelist and distccd's PATH (default dtlto-backend; with "
+                        "--self-contained the manifest's clang's name)")
+    g.add_argument("--self-contained", action="store_true",
+                   help="for hosts with plain clang and no dtlto-backend: the import "
+                        "step here, one module per job to the farm (objects may differ "
+                        "from in-process ThinLTO's; links that need the index shard "
+                        "run here)")
     g.add_argument("--retries", type=int, default=2, metavar="N",
                    help="run a job its host lost or spoiled again up to N times "
                         "(default 2)")
@@ -200,7 +219,13 @@ class Distcc:
         self.tried: dict[int, set] = {}  # job -> hosts it was lost on
         self.lost: set[int] = set()
         self.plans: dict[int, transfer.Plan] = {}
-        self.bundles: dict[int, str] = {}  # job -> its bundle, once written
+        self.bundles: dict[int, str] = {}  # job -> the file sent (bundle or module), counted
+
+    def farm_compiler(self) -> str:
+        if self.args.farm_compiler:
+            return self.args.farm_compiler
+        return farm_clang_name(self.m.compiler) if self.args.self_contained \
+            else "dtlto-backend"
 
     def plan(self, job) -> transfer.Plan:
         if job.index not in self.plans:
@@ -217,8 +242,16 @@ class Distcc:
         return os.path.join(self.work, f"job{job.index}.{len(self.tried.get(job.index, ()))}.o")
 
     def distcc_argv(self, job, host: Host, obj: str) -> list[str]:
-        return ["env", f"DISTCC_HOSTS={host.spec}", self.args.distcc, self.args.farm_compiler,
-                "-c", self.bundle_path(job), "-o", obj]
+        """The job's attempt on host: a bundle, or with --self-contained the
+        import step here and then the imported module (see selfcontained)."""
+        distcc = ["env", f"DISTCC_HOSTS={host.spec}", self.args.distcc, self.farm_compiler()]
+        if not self.args.self_contained:
+            return distcc + ["-c", self.bundle_path(job), "-o", obj]
+        src = self.bundle_path(job)  # the imported module, also an X.i
+        then = distcc + selfcontained.farm_args(self.m, job, src, obj)
+        step = selfcontained.import_step(self.m, job, os.path.join(
+            self.work, f"job{job.index}.imp.bc"))
+        return selfcontained.step_command(sys.executable, src, step, then)
 
     def command(self, job) -> list[str]:
         host = self.pool.take(self.tried.get(job.index, ()))
@@ -227,8 +260,13 @@ class Distcc:
             return job.command
         return self.distcc_argv(job, host, self.object_path(job))
 
+    def shown(self, job, argv: list[str]) -> list[str]:
+        return selfcontained.shown(argv)
+
     def stdin(self, job) -> None:
         """Writes the job's bundle before its first remote attempt."""
+        if self.args.self_contained:
+            return None
         if not self.on[job.index].local and job.index not in self.bundles:
             path = self.bundle_path(job)
             self.tally.sent += bundle.write(self.m, job, self.plan(job), path)
@@ -252,6 +290,10 @@ class Distcc:
                 self.tally.where[host.name] += 1
             return
         obj = self.object_path(job)
+        if result.returncode and self.args.self_contained and \
+                selfcontained.failed_here(result.stderr):
+            result.where = "this machine (the import step)"
+            return  # the compiler's own error, here: never retried
         if result.returncode in DISTCC_FAILURES:
             self.lose(result, host, f"was lost (distcc exit code {result.returncode}: "
                                     f"{distcc_error(result.stderr)})")
@@ -264,6 +306,9 @@ class Distcc:
             return
         self.tally.received += os.path.getsize(obj)
         self.tally.where[host.name] += 1
+        if self.args.self_contained and job.index not in self.bundles:
+            self.bundles[job.index] = self.bundle_path(job)
+            self.tally.sent += os.path.getsize(self.bundle_path(job))
         try:
             bundle.place(obj, job.object)
         except OSError as e:
@@ -291,7 +336,8 @@ class Distcc:
         os.environ.pop("DISTCC_VERBOSE", None)
         try:
             return Runner(self.rep, self.pool, command=self.command, retry=self.retry,
-                          stdin=self.stdin, collect=self.collect).run(self.m.jobs)
+                          stdin=self.stdin, collect=self.collect,
+                          shown=self.shown).run(self.m.jobs)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -304,11 +350,20 @@ class Distcc:
             if host.local:
                 print(shlex.join(job.command))
                 continue
-            print(shlex.join(self.distcc_argv(job, host, os.path.join(
-                self.work, f"job{job.index}.0.o"))))
-            for line in bundle.describe(self.m, job, self.plan(job)):
-                print("  " + line)
+            argv = self.distcc_argv(job, host, os.path.join(self.work, f"job{job.index}.0.o"))
+            print(shlex.join(self.shown(job, argv)))
+            if not self.args.self_contained:
+                for line in bundle.describe(self.m, job, self.plan(job)):
+                    print("  " + line)
         return EXIT_OK
+
+
+def farm_clang_name(compiler: str) -> str:
+    """The name the hosts know the manifest's clang by: distccd runs only
+    names in its whitelist, not paths. Debian's /usr/lib/llvm-N/bin/clang
+    is clang-N there (/usr/bin/clang may be another version)."""
+    found = re.fullmatch(r"/usr/lib/llvm-(\d+)/bin/(clang(?:\+\+)?)", os.path.normpath(compiler))
+    return f"{found[2]}-{found[1]}" if found else os.path.basename(compiler)
 
 
 def distcc_error(stderr: bytes) -> str:
@@ -332,7 +387,16 @@ def main() -> int:
         return EXIT_USAGE
     m = cli.load_or_exit(PROG, args.manifest)
     engine = Distcc(args, m, hosts)
-    if any(not h.local for h in hosts):
+    refused = ""
+    if args.self_contained:
+        problem = selfcontained.usage_error(m)
+        if problem:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        refused = selfcontained.refusal(m)
+    if refused:
+        return selfcontained.run_here(PROG, args, m, refused)
+    if any(not h.local for h in hosts) and not args.self_contained:
         for job in m.jobs:
             try:
                 engine.plan(job)
@@ -340,6 +404,7 @@ def main() -> int:
                 print(f"{PROG}: error: job {job.index} cannot be sent to distcc: {e}",
                       file=sys.stderr)
                 return EXIT_USAGE
+    if any(not h.local for h in hosts):
         if not shutil.which(args.distcc):
             print(f"{PROG}: error: cannot find the distcc client '{args.distcc}' "
                   "(Debian: apt-get install distcc)", file=sys.stderr)

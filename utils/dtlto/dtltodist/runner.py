@@ -180,6 +180,15 @@ class Slots:
         return plural(self.limit, "slot")
 
 
+def local_cpus() -> int:
+    """The CPUs this process may run on (taskset, cgroups), not all the
+    machine has: how many jobs run here at once."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def run_quick(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
     """Run a short helper command (a cluster query, a clean-up) with its
     output captured, killed after timeout seconds (returncode None then).
