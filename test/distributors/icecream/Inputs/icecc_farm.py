@@ -44,7 +44,9 @@ import sandbox  # noqa: E402
 
 TOOLS = sandbox.BASE_TOOLS + (("icecc", "icecc"), ("iceccd", "icecc"),
                               ("icecc-scheduler", "icecc"), ("icecc-create-env", "icecc"),
-                              ("python3", "python3"))
+                              ("python3", "python3"),
+                              # clang -static for Inputs/fake_gcc.c (the chroot has no shell)
+                              ("/usr/lib/x86_64-linux-gnu/libc.a", "libc6-dev"))
 SUBNET = "10.231.3"
 NETNAME = "dtltotest"
 
