@@ -10,7 +10,12 @@
       tmpfs), 2 slots, its environments in FARM_STATE/hI/envs. Nothing of
       ours is installed on the hosts: the jobs bring their environment.
       Every daemon talks to its clients on its own socket
-      (ICECC_TEST_SOCKET) and logs to FARM_STATE/<name>.log (-vvv).
+      (ICECC_TEST_SOCKET) and logs to FARM_STATE/<name>.log (-vvv). The
+      hosts share this machine's CPUs, and iceccd reports a host whose
+      CPUs are busy (here: other tests running) as loaded, which the
+      scheduler then gives no job: each host sees the /proc/stat of an
+      idle machine instead (a file bind-mounted over it), as a build host
+      of its own would.
       CMD runs in the client namespace with FARM_STATE and the client
       daemon's ICECC_TEST_SOCKET. Everything is torn down however CMD
       ends.
@@ -79,7 +84,11 @@ def start(sb: sandbox.Sandbox, args):
         sandbox.sh("ip", "-n", ns, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
         sandbox.sh("ip", "-n", ns, "link", "set", "eth0", "up")
         argv, env = iceccd(sb, name, 2)
-        sb.spawn(name, argv, netns=ns, host=name, hide=args.hide, env=env)
+        idle = sb.path(name, "proc-stat")
+        with open(idle, "w") as f:  # the counters of an idle CPU, never moving
+            f.write("cpu  0 0 0 1000000 0 0 0 0 0 0\ncpu0 0 0 0 1000000 0 0 0 0 0 0\n")
+        sb.spawn(name, argv, netns=ns, host=name, hide=args.hide, env=env,
+                 bind=[(idle, "/proc/stat")])
     argv, env = iceccd(sb, "client", 0, ["--no-remote"])
     sb.spawn("client", argv, netns=client, env=env)
     for name in [f"h{i}" for i in range(1, args.count + 1)] + ["client"]:
