@@ -1,11 +1,12 @@
 //===- Events.h - What a distributor tells the engine about each job ------===//
 //
-// The event channel (docs/manifest.md, "The event channel"): a pipe whose
-// write end a distributor finds as DTLTO_EVENTS_FD, one JSON object per line,
-// each saying what happened to one job: accepted, started on a worker, done,
-// failed, cancelled. This is the one place in the engine that knows the
-// format; the engine acts on `done` (the object is checked and linked at
-// once), and the link report shows the rest.
+// The two channels of docs/manifest.md. Events: a pipe whose write end a
+// distributor finds as DTLTO_EVENTS_FD, one JSON object per line, each
+// saying what happened to one job (accepted, started on a worker, done,
+// failed, cancelled); the engine acts on `done` (the object is checked and
+// linked at once) and the link report shows the rest. Jobs (streaming): the
+// records the engine writes to DTLTO_JOBS_FD. This is the one place in the
+// engine that knows their lines.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,14 @@ llvm::Expected<JobEvent> parseJobEvent(llvm::StringRef Line);
 
 /// The name of an event kind as the channel spells it.
 llvm::StringRef jobEventName(JobEvent::Kind K);
+
+struct Job;
+
+/// Lines of the job channel (streaming), without the newline: a job with
+/// its id and input bytes, a request to cancel one, and the end.
+std::string jobRecordLine(uint64_t Id, const Job &J);
+std::string cancelLine(uint64_t Id);
+std::string endLine();
 
 } // namespace dtlto
 

@@ -1,6 +1,7 @@
 //===- Events.cpp - What a distributor tells the engine about each job ----===//
 
 #include "dtlto/Events.h"
+#include "dtlto/Manifest.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -8,8 +9,8 @@ using namespace llvm;
 
 namespace dtlto {
 
-static const char *const KindNames[] = {"accepted", "started", "done",
-                                        "failed", "cancelled"};
+static const char *const KindNames[] = {"accepted", "started", "done", "failed",
+                                        "cancelled"};
 
 StringRef jobEventName(JobEvent::Kind K) { return KindNames[K]; }
 
@@ -19,22 +20,24 @@ static Error bad(const Twine &Why) {
 
 Expected<JobEvent> parseJobEvent(StringRef Line) {
   Expected<json::Value> V = json::parse(Line);
-  if (!V)
-    return bad("not JSON: " + toString(V.takeError()));
+  if (!V) {
+    consumeError(V.takeError());
+    return bad("it is not JSON");
+  }
   const json::Object *O = V->getAsObject();
   if (!O)
-    return bad("not a JSON object");
+    return bad("it is not a JSON object");
   JobEvent E;
   std::optional<int64_t> Id = O->getInteger("id");
   if (!Id || *Id < 0)
-    return bad("no job 'id' (a non-negative integer)");
+    return bad("it has no job 'id' (a non-negative integer)");
   E.Id = *Id;
   std::optional<StringRef> Kind = O->getString("event");
   if (!Kind)
-    return bad("no 'event' string");
+    return bad("it has no 'event' string");
   auto *K = find(KindNames, *Kind);
   if (K == std::end(KindNames))
-    return bad("unknown event '" + *Kind + "'");
+    return bad("the event '" + *Kind + "' is unknown");
   E.What = JobEvent::Kind(K - std::begin(KindNames));
 
   // Optional keys: a wrong type is an error, absence is not.
@@ -86,5 +89,23 @@ Expected<JobEvent> parseJobEvent(StringRef Line) {
   }
   return E;
 }
+
+std::string jobRecordLine(uint64_t Id, const Job &Jb) {
+  std::string Line;
+  raw_string_ostream OS(Line);
+  json::OStream J(OS);
+  J.object([&] {
+    J.attribute("id", int64_t(Id));
+    writeJobFields(J, Jb);
+    J.attribute("input_bytes", int64_t(Jb.InputBytes));
+  });
+  return Line;
+}
+
+std::string cancelLine(uint64_t Id) {
+  return ("{\"cancel\": " + Twine(Id) + "}").str();
+}
+
+std::string endLine() { return "{\"end\": true}"; }
 
 } // namespace dtlto
