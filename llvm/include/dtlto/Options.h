@@ -46,11 +46,6 @@ llvm::Expected<std::string> reportFile();
 /// DTLTO_PROGRESS=0|1; by default, when stderr is a terminal).
 llvm::Expected<bool> progress();
 
-/// For tests of the link report: a file of event lines (docs/manifest.md,
-/// "The event channel") read after the distributor exits, as if they had
-/// come over the channel (hidden -mllvm -dtlto-report-events=<file>).
-std::string reportEventsFile();
-
 /// Whether jobs are handed to the distributor one by one as they are ready
 /// (-mllvm -dtlto-stream=auto|on|off, or DTLTO_STREAM; auto by default:
 /// stream to distributors that declare the protocol).

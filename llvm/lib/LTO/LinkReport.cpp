@@ -38,7 +38,6 @@ struct State {
   std::map<uint64_t, unsigned> IdToTask; // event id -> task; guarded by Mu
   std::map<uint64_t, unsigned> Threads;  // thread id -> lane; guarded by Mu
   std::string ReportPath;                // FILE.html; empty: progress only
-  std::string ReplayEvents;
   bool Finished = false; // the report was written at exit; guarded by Mu
   bool Warned = false;   // guarded by Mu
   std::optional<ProgressLine> Progress;
@@ -112,7 +111,6 @@ Error LinkReport::begin(StringRef LinkerOutput, StringRef Distributor,
     S->Threads.clear();
     S->Finished = false;
     S->ReportPath = *Path;
-    S->ReplayEvents = reportEventsFile();
     R.Linker = program_invocation_short_name;
     R.Output = LinkerOutput.str();
     R.Distributor = Distributor.str();
@@ -168,35 +166,12 @@ void LinkReport::distributorStarted(ArrayRef<const Job *> Jobs) {
   });
 }
 
-// The hidden -dtlto-report-events=<file>: event lines a test distributor
-// wrote to a file, read as if they had come over the event channel.
-static void replayEvents(StringRef Path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
-  if (!Buf)
-    return;
-  SmallVector<StringRef, 0> Lines;
-  (*Buf)->getBuffer().split(Lines, '\n', -1, /*KeepEmpty=*/false);
-  for (StringRef Line : Lines) {
-    Expected<JobEvent> E = parseJobEvent(Line);
-    if (E)
-      LinkReport::jobEvent(*E);
-    else {
-      consumeError(E.takeError());
-      LinkReport::badEvent();
-    }
-  }
-}
-
 void LinkReport::distributorEnded(bool Failed) {
   double Now = wallSeconds();
-  std::string Replay;
   withRecord([&](State &S) {
     S.Rec.DistributorEnd = Now;
     S.Rec.DistributorFailed = Failed;
-    Replay = S.ReplayEvents;
   });
-  if (!Replay.empty())
-    replayEvents(Replay);
 }
 
 // Which attempt an event is about. A numbered event: the attempt of that

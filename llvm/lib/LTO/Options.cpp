@@ -42,11 +42,6 @@ static cl::opt<bool> ProgressOpt(
     cl::desc("Show the DTLTO jobs' progress on stderr (default: when stderr "
              "is a terminal)"));
 
-static cl::opt<std::string> ReportEventsOpt(
-    "dtlto-report-events", cl::Hidden, cl::value_desc("file"),
-    cl::desc("Testing: read DTLTO job events from <file> after the "
-             "distributor exits"));
-
 static cl::opt<std::string> StreamOpt(
     "dtlto-stream", cl::value_desc("auto|on|off"),
     cl::desc("Hand DTLTO jobs to the distributor one by one as they are "
@@ -150,8 +145,6 @@ Expected<bool> dtlto::progress() {
   return boolSetting(ProgressOpt, "DTLTO_PROGRESS",
                      sys::Process::StandardErrIsDisplayed());
 }
-
-std::string dtlto::reportEventsFile() { return ReportEventsOpt; }
 
 Expected<dtlto::StreamMode> dtlto::streamMode() {
   StringRef V;

@@ -3,8 +3,7 @@
 (docs/manifest.md, "The event channel"): it runs the jobs one after another,
 on two made-up workers (job i on host<i % 2>/0), and writes accepted,
 started, done and failed events, one JSON object per line, to the file
-descriptor DTLTO_EVENTS_FD when the engine gave it one, else to
---events-file (which the engine reads with -mllvm -dtlto-report-events=).
+descriptor DTLTO_EVENTS_FD the engine gives it (exit 2 without one).
 
 It writes the wire format itself, on purpose: it checks the engine against
 the documented format, not against our Python side of it."""
@@ -23,8 +22,6 @@ from dtltodist import manifest  # noqa: E402
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--events-file", metavar="FILE",
-                   help="where the events go when DTLTO_EVENTS_FD is not set")
     p.add_argument("--fail-first", metavar="TEXT", default="",
                    help="the first attempt of the jobs whose module contains "
                         "TEXT fails (reported, retried on the other worker)")
@@ -38,12 +35,9 @@ def main():
     m = manifest.load(args.manifest)
 
     fd = os.environ.get("DTLTO_EVENTS_FD")
-    if fd:
-        out = os.fdopen(int(fd), "w", buffering=1)
-    elif args.events_file:
-        out = open(args.events_file, "w", buffering=1)
-    else:
-        out = open(os.devnull, "w")
+    if not fd:
+        p.error("DTLTO_EVENTS_FD is not set: run me from a DTLTO link")
+    out = os.fdopen(int(fd), "w", buffering=1)
 
     def event(job, what, **keys):
         out.write(json.dumps(dict(id=job.index, event=what, t=time.time(), **keys)) + "\n")
