@@ -24,8 +24,9 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 PAGE = os.path.join(HERE, "..", "..", "llvm", "lib", "LTO", "ReportPage.html")
 MARK = "@DTLTO_TRACE@"
 
-OUTCOMES = {"cache", "distributor", "fallback", "failed", "unfinished"}
-ATTEMPT_OUTCOMES = {"done", "failed", "cancelled", "unfinished"}
+OUTCOMES = {"cache", "distributor", "local", "fallback", "failed", "unfinished"}
+ATTEMPT_OUTCOMES = {"done", "failed", "cancelled", "lost", "unfinished"}
+LOCAL_RUNS = {"slot", "hedge", "fallback"}
 META = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
 NUM = (int, float)
 
@@ -66,7 +67,8 @@ JOB_ARGS = {"task": int, "module": str, "outcome": str, "cache": str, "input_byt
 JOB_OPTIONAL = {"worker": str, "queue_s": NUM, "upload_s": NUM, "compile_s": NUM,
                 "download_s": NUM, "fallback_reason": str, "failure": str,
                 "prepared_s": NUM, "handed_over_s": NUM, "object_written_s": NUM,
-                "linked_s": NUM, "local_start_s": NUM, "local_end_s": NUM, "critical": bool}
+                "linked_s": NUM, "local_start_s": NUM, "local_end_s": NUM, "critical": bool,
+                "local_run": str, "cancel_sent_s": NUM}
 ATTEMPT_ARGS = {"task": int, "module": str, "outcome": str, "source": str}
 ATTEMPT_OPTIONAL = {"attempt": int, "worker": str, "reason": str, "retry": bool}
 DTLTO_KEYS = {"schema": int, "engine": str, "linker": str, "output": str, "distributor": str,
@@ -75,7 +77,8 @@ DTLTO_KEYS = {"schema": int, "engine": str, "linker": str, "output": str, "distr
               "distributor_events": int, "bad_events": int, "time_trace": str, "phases": list,
               "totals": dict, "bound": dict, "critical_path": dict, "modules": list}
 TOTALS = {k: int for k in ("jobs", "cache_hits", "distributed", "from_distributor",
-                           "fallbacks", "failed", "retries", "input_bytes", "object_bytes",
+                           "fallbacks", "failed", "retries", "local_slot", "hedged",
+                           "hedges_won", "cancelled", "input_bytes", "object_bytes",
                            "bytes_moved")}
 TOTALS.update({k: NUM for k in ("link_s", "engine_s", "distributor_s", "farm_s", "local_s")})
 BOUND = {"before_jobs_s": NUM, "longest_job_s": NUM, "after_jobs_s": NUM, "bound_s": NUM,
@@ -133,6 +136,8 @@ def check(trace):
             _keys(a, where + ".args", JOB_ARGS, JOB_OPTIONAL)
             if a["outcome"] not in OUTCOMES:
                 raise SchemaError(f"{where}.args.outcome: unknown '{a['outcome']}'")
+            if a.get("local_run", "slot") not in LOCAL_RUNS:
+                raise SchemaError(f"{where}.args.local_run: unknown '{a['local_run']}'")
             if a["cache"] not in ("hit", "miss", "off"):
                 raise SchemaError(f"{where}.args.cache: unknown '{a['cache']}'")
             if a["source"] not in ("engine", "distributor"):
@@ -176,6 +181,11 @@ def check(trace):
     for key, want in (("jobs", len(jobs)), ("cache_hits", outcome("cache")),
                       ("from_distributor", outcome("distributor")),
                       ("fallbacks", sum(1 for j in jobs.values() if "fallback_reason" in j["args"])),
+                      ("local_slot", outcome("local")),
+                      ("hedged", sum(1 for j in jobs.values() if j["args"].get("local_run") == "hedge")),
+                      ("hedges_won", sum(1 for j in jobs.values() if j["args"].get("local_run") == "hedge"
+                                         and j["args"]["outcome"] == "local")),
+                      ("cancelled", sum(1 for j in jobs.values() if "cancel_sent_s" in j["args"])),
                       ("bytes_moved", t["input_bytes"] + t["object_bytes"])):
         if t[key] != want:
             raise SchemaError(f"otherData.dtlto.totals.{key} is {t[key]}, the events say {want}")
@@ -250,6 +260,9 @@ def cmd_summary(args):
           f"{t['from_distributor']} from the distributor, {t['fallbacks']} fallbacks, "
           f"{t['failed']} failed, {t['retries']} retries; events {info['distributor_events']}, "
           f"bad lines {info['bad_events']}")
+    if t["local_slot"] or t["hedged"] or t["cancelled"]:
+        print(f"linker: {t['local_slot']} objects from its local slots, {t['hedged']} hedged "
+              f"({t['hedges_won']} won), {t['cancelled']} cancels sent")
     print(f"time: link {t['link_s']:.3f} s, engine {t['engine_s']:.3f} s, distributor "
           f"{t['distributor_s']:.3f} s, farm {t['farm_s']:.3f} s, local {t['local_s']:.3f} s; "
           f"moved {t['bytes_moved']} bytes")
@@ -271,6 +284,9 @@ def cmd_summary(args):
             print(f"  fallback: {a['fallback_reason']}")
         if "failure" in a:
             print(f"  failure: {a['failure']}")
+        if a.get("local_run") in ("slot", "hedge") or "cancel_sent_s" in a:
+            print(f"  linker: {a.get('local_run', 'none')}"
+                  + ("; cancel sent" if "cancel_sent_s" in a else ""))
     for e in sorted(attempts, key=lambda e: (e["args"]["task"], e["args"].get("attempt", 0))):
         a = e["args"]
         print(f"attempt {a['task']} {a['module']}: {a['outcome']}"

@@ -43,10 +43,24 @@ struct JobEvent;
 /// Seconds since the Unix epoch: the clock distributors stamp events with.
 double wallSeconds();
 
+/// Where the object a job gave the link came from, or why the linker ran
+/// the job itself: a free local slot took it (-dtlto-local-jobs), a local
+/// copy raced a farm job that ran too long (hedging), or the farm failed it.
+enum class ReportSource {
+  None,
+  Cache,
+  Distributor,
+  LocalSlot,
+  Hedge,
+  Fallback
+};
+
 /// One attempt at a job, as the distributor reported it (or, when it reports
 /// nothing, as the engine saw it: handed over, object there or not).
 struct ReportAttempt {
-  enum Outcome { Running, Done, Failed, Cancelled };
+  /// Lost: done, but another copy of the job (the linker's) reached the
+  /// link first; only the report's writer says so.
+  enum Outcome { Running, Done, Failed, Cancelled, Lost };
   unsigned Number = 0; // as reported; 0 when the distributor did not say
   std::string Worker;
   std::optional<double> Accepted, Started, Ended;
@@ -74,7 +88,14 @@ struct ReportJob {
   std::string FallbackReason; // why the linker compiled it
   std::optional<double> LocalStart, LocalEnd;
   unsigned LocalThread = 0; // which of the linker's threads compiled it
-  std::string Failure;      // why it failed the link
+  /// Why the linker compiled it (LocalSlot, Hedge or Fallback), if it did;
+  /// and whose object went to the link: with hedging, either copy's.
+  ReportSource LocalKind = ReportSource::None;
+  ReportSource From = ReportSource::None;
+  /// When the engine told the distributor it need not run the job (a local
+  /// copy claimed or finished it).
+  std::optional<double> CancelSent;
+  std::string Failure; // why it failed the link
 };
 
 /// The whole record, as the writer and the progress display read it.
@@ -133,20 +154,24 @@ public:
   static void jobEvent(const JobEvent &E);
   /// A line of the event channel that parseJobEvent refused.
   static void badEvent();
-  /// The job's object (from the distributor or the cache) passed the checks
-  /// and went to the link.
-  static void objectLinked(const Job &J, uint64_t Bytes);
+  /// The job's object passed the checks and went to the link, From the
+  /// cache, the distributor or one of the linker's own runs. Only the first
+  /// object of a job is linked; the other copy is not reported here.
+  static void objectLinked(const Job &J, uint64_t Bytes, ReportSource From);
+  /// The engine sent the distributor a cancel for the job.
+  static void cancelSent(const Job &J);
   /// The linker compiles the job instead, for Reason.
   static void fellBack(const Job &J, llvm::StringRef Reason);
   /// The job failed the link.
   static void jobFailed(const Job &J, llvm::StringRef Failure);
-  /// While alive, the linker compiles the job (on this thread).
+  /// While alive, the linker compiles the job (on this thread), because of
+  /// Kind: LocalSlot, Hedge or Fallback.
   class LocalCompile {
     unsigned Task;
     bool Recording;
 
   public:
-    explicit LocalCompile(const Job &J);
+    LocalCompile(const Job &J, ReportSource Kind);
     ~LocalCompile();
     LocalCompile(const LocalCompile &) = delete;
     LocalCompile &operator=(const LocalCompile &) = delete;

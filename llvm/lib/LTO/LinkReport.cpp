@@ -250,13 +250,17 @@ void LinkReport::badEvent() {
   withRecord([](State &S) { ++S.Rec.BadEvents; });
 }
 
-void LinkReport::objectLinked(const Job &J, uint64_t Bytes) {
+void LinkReport::objectLinked(const Job &J, uint64_t Bytes, ReportSource From) {
+  if (!active())
+    return;
   double Now = wallSeconds();
   // When the object was written, as its file says (a distributor that
-  // reports nothing tells no more): none for a cache hit, which has no file.
+  // reports nothing tells no more): only the distributor's objects are
+  // files; the linker's own are in memory, a cache hit is the cache's file.
   std::optional<double> Written;
   sys::fs::file_status Status;
-  if (!sys::fs::status(J.ObjectPath, Status))
+  if (From == ReportSource::Distributor &&
+      !sys::fs::status(J.ObjectPath, Status))
     Written = std::chrono::duration<double>(
                   Status.getLastModificationTime().time_since_epoch())
                   .count();
@@ -264,10 +268,20 @@ void LinkReport::objectLinked(const Job &J, uint64_t Bytes) {
     ReportJob &R = jobOf(S, J);
     R.Linked = Now;
     R.ObjectBytes = Bytes;
+    R.From = From;
     // A copy that kept a remote file's time, or another machine's clock,
     // says nothing about this link.
     if (Written && R.HandedOver && *Written >= *R.HandedOver && *Written <= Now)
       R.ObjectWritten = Written;
+  });
+}
+
+void LinkReport::cancelSent(const Job &J) {
+  double Now = wallSeconds();
+  withRecord([&](State &S) {
+    ReportJob &R = jobOf(S, J);
+    if (!R.CancelSent)
+      R.CancelSent = Now;
   });
 }
 
@@ -283,7 +297,7 @@ void LinkReport::jobFailed(const Job &J, StringRef Failure) {
   });
 }
 
-LinkReport::LocalCompile::LocalCompile(const Job &J)
+LinkReport::LocalCompile::LocalCompile(const Job &J, ReportSource Kind)
     : Task(J.Task), Recording(active() != nullptr) {
   if (!Recording)
     return;
@@ -292,6 +306,7 @@ LinkReport::LocalCompile::LocalCompile(const Job &J)
   withRecord([&](State &S) {
     ReportJob &R = jobOf(S, J);
     R.LocalStart = Now;
+    R.LocalKind = Kind;
     auto It = S.Threads.try_emplace(Thread, S.Threads.size()).first;
     R.LocalThread = It->second;
   });
@@ -394,18 +409,17 @@ std::optional<ReportCounts> LinkReport::counts() {
     for (const auto &[Task, J] : R.Jobs) {
       if (J.Prepared)
         ++N.Prepared;
-      bool Reported = !J.Attempts.empty() &&
-                      J.Attempts.back().Result == ReportAttempt::Done;
       if (!J.Failure.empty())
         ++N.Failed;
-      else if (J.CacheHit)
+      else if (J.From == ReportSource::Cache)
         ++N.Cached;
-      else if (J.LocalEnd)
-        ++N.Local;
-      else if ((J.Linked || Reported) && J.FallbackReason.empty())
+      else if (J.From == ReportSource::Distributor)
         ++N.Distributed;
-      else if (!J.Attempts.empty() && J.Attempts.back().Started &&
-               J.Attempts.back().Result == ReportAttempt::Running)
+      else if (J.From != ReportSource::None)
+        ++N.Local;
+      else if ((J.LocalStart && !J.LocalEnd) ||
+               (!J.Attempts.empty() && J.Attempts.back().Started &&
+                J.Attempts.back().Result == ReportAttempt::Running))
         ++N.Running;
     }
   });

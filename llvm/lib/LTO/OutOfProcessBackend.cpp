@@ -120,6 +120,25 @@ public:
 /// Where a job's object came from.
 enum class Source { None, Cache, Farm, LocalSlot, Hedge, Fallback };
 
+/// The same, as the link report names it.
+static ReportSource reported(Source From) {
+  switch (From) {
+  case Source::None:
+    return ReportSource::None;
+  case Source::Cache:
+    return ReportSource::Cache;
+  case Source::Farm:
+    return ReportSource::Distributor;
+  case Source::LocalSlot:
+    return ReportSource::LocalSlot;
+  case Source::Hedge:
+    return ReportSource::Hedge;
+  case Source::Fallback:
+    return ReportSource::Fallback;
+  }
+  return ReportSource::None;
+}
+
 /// The state of one module's backend compilation.
 struct JobState {
   Job J;
@@ -199,7 +218,7 @@ private:
   JobState *pickForLocalSlot(Source &Kind);
   void runInLocalSlot(JobState &State, Source Kind);
   bool finishJob(JobState &State, StringRef Object, Source From);
-  Expected<SmallString<0>> compileToBuffer(JobState &State);
+  Expected<SmallString<0>> compileToBuffer(JobState &State, Source Kind);
   Error writeInputCopies(ArrayRef<JobState *> Pending);
   Error writeCopiesOnce(ArrayRef<std::string> ModuleIDs);
   Error writeNativeBackendFiles();
@@ -583,7 +602,7 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
   if (!Stream)
     return Stream.takeError();
   *(*Stream)->OS << Object;
-  LinkReport::objectLinked(J, Object.size());
+  LinkReport::objectLinked(J, Object.size(), reported(State.From));
   return (*Stream)->commit();
 }
 
@@ -602,6 +621,7 @@ bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
     if (Streaming && Farm && State.Handed && From != Source::Farm &&
         !State.Cancelled) {
       State.Cancelled = true;
+      LinkReport::cancelSent(State.J);
       Farm->send(cancelLine(State.Id));
     }
   }
@@ -614,9 +634,10 @@ bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
 // Exactly what in-process ThinLTO does for one module, into memory, so that
 // the object goes to the link through finishJob like any other. It does not
 // enter the cache: its key says "compiled by the remote compiler".
-Expected<SmallString<0>> OutOfProcessBackend::compileToBuffer(JobState &State) {
+Expected<SmallString<0>> OutOfProcessBackend::compileToBuffer(JobState &State,
+                                                              Source Kind) {
   ExtraScope Scope(Compat, "DTLTO compile in the linker", State.J.ModuleID);
-  LinkReport::LocalCompile Reported(State.J);
+  LinkReport::LocalCompile Reported(State.J, reported(Kind));
   LTOLLVMContext Context(Conf);
   Expected<std::unique_ptr<llvm::Module>> M =
       State.Module->parseModule(Context);
@@ -967,6 +988,7 @@ void OutOfProcessBackend::fillLocalSlots(std::unique_lock<std::mutex> &Lock) {
     // The farm need not run what the linker now runs itself.
     if (Streaming && Farm && !State->FarmStarted) {
       State->Cancelled = true;
+      LinkReport::cancelSent(State->J);
       Farm->send(cancelLine(State->Id));
     }
     LocalPool->async([this, State, Kind] { runInLocalSlot(*State, Kind); });
@@ -977,7 +999,10 @@ void OutOfProcessBackend::runInLocalSlot(JobState &State, Source Kind) {
   Clock::time_point Start = Clock::now();
   {
     WorkerTrace Worker(trace());
-    Expected<SmallString<0>> Object = compileToBuffer(State);
+    // A local slot that took a job the farm gave up on is its fallback.
+    if (Kind == Source::Fallback)
+      LinkReport::fellBack(State.J, State.FallbackReason);
+    Expected<SmallString<0>> Object = compileToBuffer(State, Kind);
     if (!Object)
       jobFailed(State, Object.takeError());
     else
@@ -1243,7 +1268,8 @@ Error OutOfProcessBackend::runJobs() {
     for (JobState *State : FellBack)
       BackendThreadPool.async([this, State] {
         WorkerTrace Worker(trace());
-        Expected<SmallString<0>> Object = compileToBuffer(*State);
+        Expected<SmallString<0>> Object =
+            compileToBuffer(*State, Source::Fallback);
         if (!Object)
           jobFailed(*State, Object.takeError());
         else

@@ -50,7 +50,7 @@ struct AttemptView {
 
 struct JobView {
   const ReportJob *J = nullptr;
-  StringRef Outcome;        // cache, distributor, fallback, failed, unfinished
+  StringRef Outcome; // cache, distributor, local, fallback, failed, unfinished
   std::optional<Span> Main; // the span that made the object the link got
   int Pid = 0, Tid = 0;     // where Main is drawn
   std::vector<size_t> Attempts;
@@ -68,7 +68,8 @@ struct Phase {
 
 struct Totals {
   size_t Jobs = 0, CacheHits = 0, Distributed = 0, FromDistributor = 0,
-         Fallbacks = 0, Failed = 0, Retries = 0;
+         Fallbacks = 0, Failed = 0, Retries = 0, LocalSlot = 0, Hedged = 0,
+         HedgesWon = 0, Cancelled = 0;
   uint64_t InputBytes = 0, ObjectBytes = 0;
   double LinkSeconds = 0, BackendSeconds = 0, DistributorSeconds = 0,
          FarmSeconds = 0, LocalSeconds = 0;
@@ -103,12 +104,19 @@ static double orElse(const std::optional<double> &V, double D) {
   return V ? *V : D;
 }
 
+static bool linkerRan(ReportSource S) {
+  return S == ReportSource::LocalSlot || S == ReportSource::Hedge ||
+         S == ReportSource::Fallback;
+}
+
 // When the distributor's part of a job ended, as well as it is known.
 static double attemptEnd(const ReportJob &J, const LinkRecord &R, double End) {
   if (J.ObjectWritten)
     return *J.ObjectWritten;
-  if (J.Linked && J.FallbackReason.empty())
+  if (J.Linked && J.From == ReportSource::Distributor)
     return *J.Linked;
+  if (J.CancelSent)
+    return *J.CancelSent;
   return orElse(R.DistributorEnd, End);
 }
 
@@ -120,13 +128,15 @@ static void addAttempts(Analysis &A, JobView &V) {
     // What the engine saw: handed over, then an object or not.
     AttemptView AV;
     AV.Task = J.Task;
-    AV.When = {HandedOver, attemptEnd(J, R, A.End)};
-    bool Got = J.Linked && J.FallbackReason.empty();
-    AV.Result = Got ? ReportAttempt::Done
+    AV.When = {HandedOver, std::max(HandedOver, attemptEnd(J, R, A.End))};
+    bool Got = J.From == ReportSource::Distributor;
+    AV.Result = Got            ? ReportAttempt::Done
+                : J.CancelSent ? ReportAttempt::Cancelled
                 : (J.FallbackReason.empty() && J.Failure.empty())
                     ? ReportAttempt::Running
                     : ReportAttempt::Failed;
-    AV.Reason = !J.FallbackReason.empty() ? J.FallbackReason : J.Failure;
+    if (!Got && !J.CancelSent)
+      AV.Reason = !J.FallbackReason.empty() ? J.FallbackReason : J.Failure;
     V.Attempts.push_back(A.Attempts.size());
     A.Attempts.push_back(std::move(AV));
     return;
@@ -147,6 +157,9 @@ static void addAttempts(Analysis &A, JobView &V) {
                                                : Start;
     AV.When = {Start, std::max(Start, Stop)};
     AV.Result = RA.Result;
+    // Done, but the linker's own copy was linked.
+    if (RA.Result == ReportAttempt::Done && linkerRan(J.From))
+      AV.Result = ReportAttempt::Lost;
     AV.Reason = RA.Reason;
     V.Attempts.push_back(A.Attempts.size());
     A.Attempts.push_back(std::move(AV));
@@ -219,20 +232,26 @@ static void viewJobs(Analysis &A) {
       V.Main = Span{T, T};
       V.Pid = LinkerPid;
       V.Tid = CacheTid;
-    } else if (J.LocalStart) {
+    } else if (J.LocalStart && J.From != ReportSource::Distributor) {
       // What the distributor said was about an attempt that did not count.
       V.Queue = V.Upload = V.Compile = V.Download = std::nullopt;
       V.Worker = "linker thread " + std::to_string(J.LocalThread + 1);
-      V.Outcome = J.Failure.empty() ? "fallback" : "failed";
+      V.Outcome = !J.Failure.empty()                      ? "failed"
+                  : J.LocalKind == ReportSource::Fallback ? "fallback"
+                  : J.From != ReportSource::None          ? "local"
+                                                          : "unfinished";
       V.Main = Span{*J.LocalStart, orElse(J.LocalEnd, A.End)};
       V.Pid = LinkerPid;
       V.Tid = FirstLocalTid + J.LocalThread;
       A.LocalLanes = std::max(A.LocalLanes, J.LocalThread + 1);
     } else {
-      V.Outcome = !J.Failure.empty()          ? "failed"
-                  : !J.FallbackReason.empty() ? "fallback"
-                  : J.Linked                  ? "distributor"
-                                              : "unfinished";
+      V.Outcome = !J.Failure.empty()                    ? "failed"
+                  : J.From == ReportSource::Distributor ? "distributor"
+                  : !J.FallbackReason.empty()           ? "fallback"
+                                                        : "unfinished";
+      // A hedged copy the linker ran, which lost: on its thread's lane.
+      if (J.LocalStart)
+        A.LocalLanes = std::max(A.LocalLanes, J.LocalThread + 1);
     }
   }
   assignLanes(A);
@@ -333,9 +352,19 @@ static void viewCriticalPath(Analysis &A) {
   double Out = orElse(J.HandedOver, C.Main->Start);
   double BackendEnd = orElse(R.BackendEnd, A.End);
   Add("before the jobs (inputs, thin link)", A.T0, orElse(R.BackendStart, Out));
-  Add("until the job went to the distributor", orElse(R.BackendStart, Out),
-      Out);
-  if (C.Outcome == "fallback" || (C.Outcome == "failed" && J.LocalStart)) {
+  Add(J.HandedOver || !J.LocalStart ? "until the job went to the distributor"
+                                    : "until a local slot took the job",
+      orElse(R.BackendStart, Out), Out);
+  bool Hedged = J.LocalKind == ReportSource::Hedge;
+  if (C.Outcome == "local") {
+    Add(Hedged ? "the distributor's copy, until the linker hedged it"
+               : "the distributor, until a local slot took the job",
+        Out, C.Main->Start);
+    Add(Hedged ? "the hedged copy, compiled in the linker"
+               : "compiled in a local slot",
+        C.Main->Start, C.Main->End);
+  } else if (C.Outcome == "fallback" ||
+             (C.Outcome == "failed" && J.LocalStart)) {
     Add("the distributor, without the object", Out, C.Main->Start);
     Add("compiled in the linker", C.Main->Start, C.Main->End);
   } else {
@@ -370,6 +399,10 @@ static void viewTotals(Analysis &A) {
       T.ObjectBytes += J.ObjectBytes;
     }
     T.Fallbacks += !J.FallbackReason.empty();
+    T.LocalSlot += V.Outcome == "local";
+    T.Hedged += J.LocalKind == ReportSource::Hedge;
+    T.HedgesWon += J.LocalKind == ReportSource::Hedge && J.From == J.LocalKind;
+    T.Cancelled += J.CancelSent.has_value();
     T.Failed += V.Outcome == "failed";
     for (const ReportAttempt &RA : J.Attempts)
       T.Retries += RA.Result == ReportAttempt::Failed && RA.Retry;
@@ -482,6 +515,8 @@ static StringRef outcomeName(ReportAttempt::Outcome O) {
     return "failed";
   case ReportAttempt::Cancelled:
     return "cancelled";
+  case ReportAttempt::Lost:
+    return "lost";
   }
   return "unfinished";
 }
@@ -599,6 +634,22 @@ static void writeEvents(TraceWriter &W, const Analysis &A,
         J.attribute("source", AV.Reported ? "distributor" : "engine");
       });
     }
+    // The linker's copy of a job whose distributor copy won (hedging).
+    if (Job.LocalStart && V.Pid != LinkerPid)
+      W.complete(
+          Job.Module, "attempt", LinkerPid, FirstLocalTid + Job.LocalThread,
+          {*Job.LocalStart,
+           std::max(*Job.LocalStart, orElse(Job.LocalEnd, A.End))},
+          [&] {
+            J.attribute("task", int64_t(Job.Task));
+            J.attribute("module", Job.Module);
+            J.attribute("outcome", Job.LocalEnd ? "lost" : "unfinished");
+            J.attribute("worker",
+                        "linker thread " + std::to_string(Job.LocalThread + 1));
+            J.attribute("reason", "the distributor's object reached the "
+                                  "link first");
+            J.attribute("source", "engine");
+          });
     if (!V.Main)
       continue;
     W.complete(Job.Module, "job", V.Pid, V.Tid, *V.Main, [&] {
@@ -628,6 +679,13 @@ static void writeEvents(TraceWriter &W, const Analysis &A,
         J.attribute("fallback_reason", Job.FallbackReason);
       if (!Job.Failure.empty())
         J.attribute("failure", Job.Failure);
+      if (Job.LocalKind == ReportSource::LocalSlot)
+        J.attribute("local_run", "slot");
+      else if (Job.LocalKind == ReportSource::Hedge)
+        J.attribute("local_run", "hedge");
+      else if (Job.LocalKind == ReportSource::Fallback)
+        J.attribute("local_run", "fallback");
+      W.at("cancel_sent_s", Job.CancelSent);
       J.attribute("source", Job.Attempts.empty() ? "engine" : "distributor");
       W.at("prepared_s", Job.Prepared);
       W.at("handed_over_s", Job.HandedOver);
@@ -678,6 +736,10 @@ static void writeSummary(TraceWriter &W, const Analysis &A,
       J.attribute("fallbacks", int64_t(T.Fallbacks));
       J.attribute("failed", int64_t(T.Failed));
       J.attribute("retries", int64_t(T.Retries));
+      J.attribute("local_slot", int64_t(T.LocalSlot));
+      J.attribute("hedged", int64_t(T.Hedged));
+      J.attribute("hedges_won", int64_t(T.HedgesWon));
+      J.attribute("cancelled", int64_t(T.Cancelled));
       J.attribute("input_bytes", int64_t(T.InputBytes));
       J.attribute("object_bytes", int64_t(T.ObjectBytes));
       J.attribute("bytes_moved", int64_t(T.InputBytes + T.ObjectBytes));

@@ -42,6 +42,7 @@ def main():
     free = [(dist_start, i) for i in range(len(lanes))]
     heapq.heapify(free)
     totals = dict(jobs=a.jobs, cache_hits=0, distributed=0, from_distributor=0, fallbacks=0,
+                  local_slot=0, hedged=0, hedges_won=0, cancelled=0,
                   failed=0, retries=0, input_bytes=0, object_bytes=0, farm_s=0.0, local_s=0.0)
     lost = []
     for task in range(1, a.jobs + 1):
