@@ -315,7 +315,11 @@ static void viewPhases(Analysis &A) {
            R.BackendStart);
   addPhase(A, "Cache lookups and index shards", R.BackendStart, LastPrepared);
   addPhase(A, "Input copies and manifest", LastPrepared, R.DistributorStart);
-  // The main thread waits for the distributor (its own lane shows it).
+  // The main thread waits while the distributor runs (its process has a
+  // lane of its own); objects it reports done are linked meanwhile. A
+  // streaming distributor starts while shards are still being written.
+  addPhase(A, "Wait for the jobs (objects linked as they come)",
+           R.DistributorStart, R.DistributorEnd);
   addPhase(A, "Check and add objects", R.DistributorEnd, LastLinked);
   addPhase(A, "Compile in the linker", FirstLocal, LastLocal);
   addPhase(A, "Clean up", R.BackendStart, R.BackendEnd);

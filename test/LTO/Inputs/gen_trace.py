@@ -140,6 +140,7 @@ def main():
     phases = [("Read inputs and resolve symbols", 0, 6.0), ("Regular LTO and thin link", 6.0, thin_end),
               ("Cache lookups and index shards", backend_start, shards_end),
               ("Input copies and manifest", shards_end, dist_start),
+              ("Wait for the jobs (objects linked as they come)", dist_start, dist_end),
               ("Check and add objects", dist_end, checks_end),
               ("Compile in the linker", checks_end, max(local_free)),
               ("Clean up", max(local_free), backend_end), ("Final link", backend_end, link_end)]
