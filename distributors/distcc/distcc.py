@@ -215,7 +215,7 @@ class Distcc:
         self.tally = transfer.Tally("host")
         self.rep: Reporter | None = None
         self.work = ""
-        self.on: dict[int, Host] = {}  # job -> host of its running attempt
+        self.on: dict[int, tuple[Host, int]] = {}  # job -> host and slot of its running attempt
         self.tried: dict[int, set] = {}  # job -> hosts it was lost on
         self.lost: set[int] = set()
         self.plans: dict[int, transfer.Plan] = {}
@@ -254,8 +254,8 @@ class Distcc:
         return selfcontained.step_command(sys.executable, src, step, then)
 
     def command(self, job) -> list[str]:
-        host = self.pool.take(self.tried.get(job.index, ()))
-        self.on[job.index] = host
+        host, slot = self.pool.take(self.tried.get(job.index, ()))
+        self.on[job.index] = host, slot
         if host.local:
             return job.command
         return self.distcc_argv(job, host, self.object_path(job))
@@ -267,7 +267,7 @@ class Distcc:
         """Writes the job's bundle before its first remote attempt."""
         if self.args.self_contained:
             return None
-        if not self.on[job.index].local and job.index not in self.bundles:
+        if not self.on[job.index][0].local and job.index not in self.bundles:
             path = self.bundle_path(job)
             self.tally.sent += bundle.write(self.m, job, self.plan(job), path)
             self.bundles[job.index] = path
@@ -281,8 +281,8 @@ class Distcc:
 
     def collect(self, result: JobResult) -> None:
         job = result.job
-        host = self.on.pop(job.index)
-        self.pool.release(host)
+        host, slot = self.on.pop(job.index)
+        self.pool.release(host, slot)
         self.lost.discard(job.index)
         result.where = host.name
         if host.local or result.returncode is None:
