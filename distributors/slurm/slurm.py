@@ -100,6 +100,7 @@ class Slurm:
         self.tmpdir = None
         self.streaming = False
         self.cancelled: list[str] = []  # Slurm job ids of cancelled jobs
+        self.stopped_steps = False  # a cancelled job's step was killed (in an allocation)
 
     def tool(self, name: str) -> str:
         """A Slurm command (sinfo, squeue, scancel) from srun's directory."""
@@ -202,9 +203,10 @@ class Slurm:
 
     def cancel(self, job) -> None:
         """A cancelled job's srun is gone; outside an allocation its Slurm
-        job may still run: cancel it too."""
+        job may still run: cancel it too (inside one, see clean_steps)."""
         if self.in_allocation:
-            return  # a step, which ended with its srun
+            self.stopped_steps = True  # a step, which ended with its srun
+            return
         try:
             done = run_quick([self.tool("squeue"), "--noheader", f"--name={self.name}",
                               f"--user={os.getuid()}", "--format=%i %k"], timeout=15)
@@ -218,6 +220,23 @@ class Slurm:
             except OSError:
                 return
             self.cancelled += ids
+
+    def clean_steps(self) -> None:
+        """Inside an allocation srun ends a step's tasks with SIGKILL, so the
+        job side of a cancelled job could not remove its directory: one
+        step on every node of the allocation removes what the link left
+        in --remote-dir (the job side's clean mode)."""
+        if not self.stopped_steps or self.args.mode != "stream":
+            return
+        nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1"
+        argv = [self.args.srun, f"--nodes={nodes}", f"--ntasks={nodes}",
+                "--ntasks-per-node=1", "--quiet", f"--job-name={self.name}",
+                f"--chdir={self.args.remote_dir}", "--"] + transfer.remote_command(
+                    self.args.remote_python, "clean", [self.args.remote_dir, self.link])
+        try:
+            run_quick(argv, timeout=90)  # the job side waits up to 30 s per job
+        except OSError:
+            pass
 
     def wait_cancelled(self, patience: float = 60) -> None:
         """Until every cancelled Slurm job has left the queue, for at most
@@ -277,6 +296,7 @@ class Slurm:
         finally:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.wait_cancelled()
+            self.clean_steps()
         if code != EXIT_OK:
             self.cancel_leftovers()
         return code
