@@ -167,14 +167,20 @@ def inside(cfg):
            f"--identity={os.environ['FARM_KEY']}",
            f"--known-hosts={os.environ['FARM_KNOWN_HOSTS']}",
            "--strict-host-key-checking=yes", "--remote-python=/usr/bin/python3",
-           f"--remote-dir={remote}", "--quiet"]
+           f"--remote-dir={remote}"]
     ssh += [f"--host={os.environ[f'FARM_H{i}']}:{cfg['slots']}" for i in range(1, n + 1)]
-    work = cfg["work"]
+    # The links' outputs, and so the member copies and shards beside them,
+    # go below the link's directory under relative names: the hosts do not
+    # have absolute paths of this machine (ssh.py refuses them).
+    work = f".dtlto-farm-{os.getpid()}"
+    os.mkdir(os.path.join(cfg["cwd"], work))
     dist = [f"--thinlto-distributor={sys.executable}", f"--thinlto-distributor-arg={SSH_PY}"]
     dist += [f"--thinlto-distributor-arg={a}" for a in ssh]
     dist += [f"--thinlto-remote-compiler={cc}", "--thinlto-jobs=2"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DTLTO_")}
-    env["DTLTO_VERBOSE"] = "1"
+    # A job the farm failed must fail the run: compiled in the linker, it
+    # would be measured as if the farm had run it.
+    env.update(DTLTO_VERBOSE="1", DTLTO_LOCAL_FALLBACK="0")
 
     def link(mode, out, extra=()):
         argv = [cfg["ld"]] + with_output(cfg["args"], out) + dist + list(extra)
@@ -185,22 +191,31 @@ def inside(cfg):
         if r.returncode:
             raise SystemExit(f"{mode} link failed:\n{r.stderr[-3000:]}")
         summary = [ln for ln in r.stderr.splitlines() if ln.startswith("dtlto:")]
-        same = subprocess.run(["cmp", "-s", out, cfg["reference"]]).returncode == 0
+        same = subprocess.run(["cmp", "-s", out, cfg["reference"]],
+                              cwd=cfg["cwd"]).returncode == 0
         return {"wall_s": round(wall, 3), "summary": summary[-1] if summary else "",
                 "streamed": "(streaming" in (summary[-1] if summary else ""),
                 "identical": same}
 
-    # The bound's parts: the oneshot link's phases, and its longest job.
+    try:
+        return measure(cfg, link, work)
+    finally:
+        shutil.rmtree(os.path.join(cfg["cwd"], work), ignore_errors=True)
+
+
+def measure(cfg, link, work):
+    """The bound's parts (a oneshot link's phases, its longest job), then
+    every mode, alternating."""
+    cwd = cfg["cwd"]
     keep = os.path.join(work, "keep")
-    os.makedirs(keep, exist_ok=True)
-    link("oneshot", os.path.join(keep, "prog"),
-         ["--save-temps", "--time-trace"])
-    split = trace.phases(os.path.join(keep, "prog.time-trace"))
+    os.makedirs(os.path.join(cwd, keep))
+    link("oneshot", os.path.join(keep, "prog"), ["--save-temps", "--time-trace"])
+    split = trace.phases(os.path.join(cwd, keep, "prog.time-trace"))
     before = split["inputs"] + split["thin_link"] + split["shards"]
     after = split["after"] + split["final_link"]
-    manifest = next(os.path.join(keep, n) for n in os.listdir(keep)
+    manifest = next(os.path.join(cwd, keep, n) for n in os.listdir(os.path.join(cwd, keep))
                     if n.endswith(".dist-file.json"))
-    worst, jobs = longest_job(manifest, cfg["cwd"])
+    worst, jobs = longest_job(manifest, cwd)
     runs = {m: [] for m in cfg["modes"]}
     for r in range(cfg["runs"]):
         for mode in cfg["modes"]:
