@@ -318,12 +318,17 @@ class Main:
         def more() -> bool:
             return feed is not None and not feed.ended and failure is None and not self.signo
 
+        def listening() -> bool:
+            # After the end record cancels may still come, until the linker
+            # closes the channel.
+            return feed is not None and not feed.closed and failure is None and not self.signo
+
         try:
             by_job = {plan.job.index: plan for plan in plans}
             for job in dispatch_order(jobs):
                 submit(by_job[job.index])
             while pending or more():
-                if more():
+                if listening():
                     with self.out_lock:
                         new, cancels = take_feed(feed, rep, jobs)
                     for job in new:
@@ -335,7 +340,7 @@ class Main:
                     for job_id in cancels:
                         self.cancel(session, futures, pending, jobs, job_id)
                     # The feed is read again within 50 ms, or at once when it has more.
-                    select.select([feed.fileno()] if more() else [], [], [], 0.05)
+                    select.select([feed.fileno()] if listening() else [], [], [], 0.05)
                     done, pending = wait(pending, timeout=0)
                 else:
                     done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)

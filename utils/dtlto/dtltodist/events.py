@@ -113,7 +113,11 @@ class JobFeed:
         os.set_blocking(fd, False)
         os.set_inheritable(fd, False)
         self._pending = b""
+        # ended: no more jobs (the end record). closed: the channel is at its
+        # end of file. Cancels may come after the end record, for jobs still
+        # running (a hedged copy won in the linker): read until closed.
         self.ended = False
+        self.closed = False
         self.cancelled: set[int] = set()
         # Records that could not be used: (their id, when it could be read,
         # or None; what is wrong).
@@ -135,9 +139,10 @@ class JobFeed:
 
     def read(self) -> tuple[list[Job], list[int]]:
         """What has arrived: new jobs, and ids the linker cancelled. Sets
-        ended at the end record (or when the linker closed the channel)."""
+        ended at the end record, ended and closed when the linker closed the
+        channel."""
         jobs, cancels = [], []
-        while not self.ended:
+        while not self.closed:
             try:
                 chunk = os.read(self._fd, 65536)
             except BlockingIOError:
@@ -150,7 +155,7 @@ class JobFeed:
                     self.problems.append((None, "a job record cut short by the end of "
                                                 "the channel (no end of line)"))
                 self._pending = b""
-                self.ended = True
+                self.ended = self.closed = True
                 break
             self._pending += chunk
             *lines, self._pending = self._pending.split(b"\n")

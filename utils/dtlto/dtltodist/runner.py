@@ -430,7 +430,7 @@ class Runner:
                         break
                     self._wait(running, wake_fd,
                                want_token=bool(pending) and not self.failure,
-                               feed=feed if more else None)
+                               feed=feed if feed is not None and not feed.closed else None)
                     self._reap(running, pending)
             finally:
                 # Every way out, a signal or a bug included: no job outlives

@@ -116,7 +116,7 @@ class BatchRunner:
                         break
                     self._wait(busy, wake_fd,
                                want_token=bool(pending) and not self.failure,
-                               feed=feed if more else None)
+                               feed=feed if feed is not None and not feed.closed else None)
                     self._collect(busy, workers)
             finally:
                 # Idle workers end when their stdin closes; busy ones (after
