@@ -61,24 +61,8 @@ The protocol stubs are generated at build time; see --stubs-dir.
 def name_value(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{text}'")
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {cli.shown_value(text)}")
     return name, value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got '{text}'")
-    return int(text)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -90,17 +74,17 @@ def make_parser() -> argparse.ArgumentParser:
                    help="REAPI instance name (default: empty)")
     g.add_argument("-j", "--jobs", type=cli.positive_int, metavar="N",
                    help="at most N actions in flight (default: 16 per endpoint)")
-    g.add_argument("--retries", type=non_negative_int, default=3, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=3, metavar="N",
                    help="retry a job at most N times after a transient failure "
                         "(unreachable server, reset connection, lost worker); "
                         "a compiler error is never retried (default: 3)")
-    g.add_argument("--rpc-timeout", type=positive_float, default=120.0, metavar="SECONDS",
+    g.add_argument("--rpc-timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
                    help="deadline of each CAS and action cache call, plus one second "
                         "per MiB for large transfers (default: 120)")
     g.add_argument("--max-batch-bytes", type=cli.positive_int, metavar="N",
                    help="largest batched upload; bigger blobs go through ByteStream "
                         "(default: what the server allows, at most 4 MiB)")
-    g.add_argument("--keepalive", type=positive_float, metavar="SECONDS",
+    g.add_argument("--keepalive", type=cli.positive_float, metavar="SECONDS",
                    help="send HTTP/2 pings every SECONDS while calls are open, to notice "
                         "a dead connection (the server must allow it; default: off)")
 
@@ -113,7 +97,7 @@ def make_parser() -> argparse.ArgumentParser:
                    metavar="NAME=VALUE",
                    help="environment variable of the remote command (default: none); "
                         "repeatable")
-    g.add_argument("--action-timeout", type=positive_float, metavar="SECONDS",
+    g.add_argument("--action-timeout", type=cli.positive_float, metavar="SECONDS",
                    help="the server kills an action running longer than this")
     g.add_argument("--ship-compiler", action="store_true",
                    help="upload the compiler (common.args[0]) and the shared libraries "

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import batch, cli, paths  # noqa: E402
-from dtltodist.report import EXIT_USAGE, Reporter, size_text  # noqa: E402
+from dtltodist.report import EXIT_USAGE, Reporter, size_text, usage_error  # noqa: E402
 from dtltodist.runner import Runner, Slots  # noqa: E402
 
 PROG = "reclient.py"
@@ -354,8 +354,7 @@ def main() -> int:
     try:
         plan = Plan(m, args, working_directory())
     except (SetupError, paths.UnsafePathError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(PROG, str(e))
     if args.dry_run:
         for argv in plan.argvs:
             print(shlex.join(argv))

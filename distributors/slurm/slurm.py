@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import cli, paths, transfer  # noqa: E402
-from dtltodist.report import EXIT_OK, Reporter  # noqa: E402
+from dtltodist.report import EXIT_OK, Reporter, usage_error  # noqa: E402
 from dtltodist.runner import JobResult, Runner, Slots, run_quick  # noqa: E402
 
 PROG = "slurm.py"
@@ -244,16 +244,14 @@ def srun_error(stderr: str) -> str:
 def main() -> int:
     args = parse_args()
     if args.retries < 0:
-        print(f"{PROG}: error: --retries must not be negative", file=sys.stderr)
-        return 2
+        return usage_error(PROG, "--retries must not be negative")
     m = cli.load_or_exit(PROG, args.manifest)
     if args.mode == "stream":
         for job in m.jobs:
             try:
                 transfer.plan(m, job)
             except paths.UnsafePathError as e:
-                print(f"{PROG}: error: job {job.index}: {e}", file=sys.stderr)
-                return 2
+                return usage_error(PROG, f"job {job.index}: {e}")
     engine = Slurm(args, m, None)
     if args.dry_run:
         return engine.dry_run()

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import cli, paths, transfer  # noqa: E402
-from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
+from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, Reporter, plural, usage_error  # noqa: E402
 from dtltodist.runner import JobResult, Runner, Slots, run_quick_all  # noqa: E402
 
 PROG = "ssh.py"
@@ -70,6 +70,9 @@ def parse_host(spec: str) -> Host:
 
 
 def read_hosts(args) -> list[Host]:
+    if "" in args.host:
+        # An unset variable in --host=$HOST: not a host to skip quietly.
+        raise ValueError("--host is empty: expected [USER@]HOST[:SLOTS]")
     specs = list(args.host)
     for path in args.hosts_file:
         try:
@@ -370,16 +373,14 @@ def main() -> int:
             raise ValueError("--retries must not be negative")
         hosts = read_hosts(args)
     except ValueError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(PROG, str(e))
     m = cli.load_or_exit(PROG, args.manifest)
     engine = SSH(args, m, hosts)
     for job in m.jobs:
         try:
             engine.plan(job)
         except paths.UnsafePathError as e:
-            print(f"{PROG}: error: job {job.index}: {e}", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(PROG, f"job {job.index}: {e}")
     if args.dry_run:
         return engine.dry_run()
     engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 from dtltodist import cli  # noqa: E402
-from dtltodist.report import EXIT_JOB_FAILED, EXIT_USAGE  # noqa: E402
+from dtltodist.report import EXIT_JOB_FAILED, EXIT_USAGE, usage_error  # noqa: E402
 
 PROG = "mock.py"
 
@@ -28,7 +28,7 @@ Job indexes count from 0 in manifest order.
 
 
 def fail(message: str, code: int) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    usage_error(PROG, message)
     sys.exit(code)
 
 
@@ -38,12 +38,13 @@ def job_index(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a job index (0, 1, ...), got '{text}'")
+        raise argparse.ArgumentTypeError(
+            f"expected a job index (0, 1, ...), got {cli.shown_value(text)}")
     return value
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG, description=__doc__, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("manifest", help="the JSON job manifest (last argument)")
@@ -69,8 +70,12 @@ def main() -> int:
         except OSError as e:
             fail(f"cannot save manifest to {args.save_manifest}: {e.strerror or e}", EXIT_USAGE)
     if args.record_args:
-        with open(args.record_args, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.writelines(a + "\n" for a in sys.argv[1:])
+        try:
+            with open(args.record_args, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.writelines(a + "\n" for a in sys.argv[1:])
+        except OSError as e:
+            fail(f"cannot record the arguments in {args.record_args}: {e.strerror or e}",
+                 EXIT_USAGE)
 
     m = cli.load_or_exit(PROG, args.manifest)
     if len(args.copy) not in (0, 1, len(m.jobs)):
@@ -100,7 +105,6 @@ def write_output(index: int, out: str, args) -> None:
     else:
         with open(out, "w", encoding="utf-8") as f:
             f.write(f"{PROG}: output of job {index}\n")
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,14 +22,13 @@ import os
 import shlex
 import shutil
 import signal
-import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
 from . import cli, paths
 from .manifest import Manifest
 from .report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, Reporter, exit_code_for_signal,
-                     plural, size_text)
+                     plural, size_text, usage_error)
 from .runner import JobResult, check_outputs, supervise
 
 # Failing jobs named one per line, up to this many: a farm that failed
@@ -90,15 +89,13 @@ def run(prog: str, args, slug: str, make_plan: MakePlan) -> int:
     try:
         plan = make_plan(m, directory)
     except PlanError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(prog, str(e))
     if args.emit_only:
         try:
             os.makedirs(directory, exist_ok=True)
             _write_files(directory, plan.files)
         except OSError as e:
-            print(f"{prog}: error: cannot write into {directory}: {e.strerror}", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(prog, f"cannot write into {directory}: {e.strerror}")
         print(shlex.join(plan.argv))
         return EXIT_OK
     if args.dry_run:

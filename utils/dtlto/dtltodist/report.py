@@ -18,6 +18,28 @@ def exit_code_for_signal(signo: int) -> int:
     return 128 + signo
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: str) -> str:
+    """text with line breaks and other unprintable characters (controls,
+    bidi overrides, undecodable argument bytes) shown as escapes: a message
+    stays one line, whatever path or value it quotes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+                   for c in text)
+
+
+def usage_error(prog: str, message: str) -> int:
+    """Print the one-line error of a bad manifest or command line; return
+    EXIT_USAGE for the caller to exit with."""
+    sys.stderr.write(f"{prog}: error: {one_line(message)}\n")
+    sys.stderr.flush()
+    return EXIT_USAGE
+
+
 def plural(count: int, noun: str) -> str:
     """'1 job', '2 jobs'."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
@@ -69,7 +91,7 @@ class Reporter:
         self._write(f"{self.prog}: {message}\n")
 
     def error(self, message: str) -> None:
-        self.note(f"error: {message}")
+        self.note(f"error: {one_line(message)}")
 
     def verbose_note(self, message: str) -> None:
         if self.verbose:
