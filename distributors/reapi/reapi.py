@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "utils", "dtlto"))
 sys.path.insert(0, HERE)
 
-from dtltodist import cli  # noqa: E402
+from dtltodist import cli, paths  # noqa: E402
 from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: E402
                               Reporter, exit_code_for_signal, plural)
 from dtltodist.manifest import dispatch_order  # noqa: E402
@@ -213,7 +213,7 @@ class Main:
                           ("key", self.args.tls_client_key)):
             if path:
                 try:
-                    with open(path, "rb") as f:
+                    with paths.open_input(path) as f:
                         tls[key] = f.read()
                 except OSError as e:
                     raise OSError(f"cannot read {path}: {e.strerror}") from None

@@ -76,8 +76,11 @@ def read_hosts(args) -> list[Host]:
     specs = list(args.host)
     for path in args.hosts_file:
         try:
-            with open(path, encoding="utf-8") as f:
-                specs += [line.split("#", 1)[0].strip() for line in f]
+            with paths.open_input(path) as f:
+                text = f.read().decode("utf-8")
+            specs += [line.split("#", 1)[0].strip() for line in text.splitlines()]
+        except UnicodeDecodeError:
+            raise ValueError(f"cannot read hosts file {path}: not UTF-8") from None
         except OSError as e:
             raise ValueError(f"cannot read hosts file {path}: {e.strerror}") from None
     hosts = [parse_host(s) for s in specs if s]

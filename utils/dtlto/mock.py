@@ -11,13 +11,16 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from dtltodist import cli  # noqa: E402
+from dtltodist import cli, paths  # noqa: E402
 from dtltodist.report import EXIT_JOB_FAILED, EXIT_USAGE, usage_error  # noqa: E402
 
 PROG = "mock.py"
+UMASK = os.umask(0o22)
+os.umask(UMASK)
 
 EPILOG = """\
 Order of work: --save-manifest, --record-args, validate the manifest (exit 2
@@ -98,13 +101,25 @@ def main() -> int:
 
 
 def write_output(index: int, out: str, args) -> None:
-    if index in args.empty_output:
-        open(out, "wb").close()
-    elif args.copy:
-        shutil.copyfile(args.copy[index if len(args.copy) > 1 else 0], out)
-    else:
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(f"{PROG}: output of job {index}\n")
+    """Write out whole or not at all, as a compiler does: into a temporary
+    file next to it, renamed over it (an old out, even a link, is replaced,
+    never written through)."""
+    fd, tmp = tempfile.mkstemp(prefix=".mock-", dir=os.path.dirname(out) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if index in args.empty_output:
+                pass
+            elif args.copy:
+                with paths.open_input(args.copy[index if len(args.copy) > 1 else 0]) as src:
+                    shutil.copyfileobj(src, f)
+            else:
+                f.write(f"{PROG}: output of job {index}\n".encode())
+        os.chmod(tmp, 0o666 & ~UMASK)  # mkstemp made it 0600
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -59,8 +59,8 @@ def read_user_file(path: str, option: str) -> str:
     """The text of a file the user gave instead of a generated one (a site's
     template or profile), or PlanError naming the option."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with paths.open_input(path) as f:
+            return f.read().decode("utf-8")
     except OSError as e:
         raise PlanError(f"cannot read {option} {path}: {e.strerror}") from None
     except UnicodeDecodeError:

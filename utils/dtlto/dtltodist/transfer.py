@@ -155,7 +155,7 @@ def write_inputs(p: Plan, path: str) -> int:
         for local, name in p.inputs:
             # Opened first so the size is the one we copy; symlinks followed,
             # the other side gets plain files.
-            with open(local, "rb") as f:
+            with paths.open_input(local) as f:
                 info = tarfile.TarInfo(name)
                 st = os.fstat(f.fileno())
                 info.size, info.mtime, info.mode = st.st_size, int(st.st_mtime), 0o644
