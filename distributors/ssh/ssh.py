@@ -59,10 +59,12 @@ class Host:
     slots: int
 
 
-def parse_host(spec: str) -> Host:
+def parse_host(spec: str, where: str = "--host") -> Host:
+    """where names the option or hosts file line the spec came from."""
     found = HOST_SPEC.match(spec.strip())
     if not found or (found["slots"] is not None and int(found["slots"]) < 1):
-        raise ValueError(f"bad host '{spec}': expected [USER@]HOST[:SLOTS], SLOTS >= 1")
+        raise ValueError(f"{where}: bad host '{spec}': expected [USER@]HOST[:SLOTS], "
+                         "SLOTS >= 1")
     host = found["v6"] or found["host"]
     user = f"{found['user']}@" if found["user"] else ""
     shown = f"[{host}]" if found["v6"] else host
@@ -73,17 +75,18 @@ def read_hosts(args) -> list[Host]:
     if "" in args.host:
         # An unset variable in --host=$HOST: not a host to skip quietly.
         raise ValueError("--host is empty: expected [USER@]HOST[:SLOTS]")
-    specs = list(args.host)
+    specs = [(s, "--host") for s in args.host]
     for path in args.hosts_file:
         try:
             with paths.open_input(path) as f:
                 text = f.read().decode("utf-8")
-            specs += [line.split("#", 1)[0].strip() for line in text.splitlines()]
         except UnicodeDecodeError:
-            raise ValueError(f"cannot read hosts file {path}: not UTF-8") from None
+            raise ValueError(f"cannot read --hosts-file {path}: not UTF-8") from None
         except OSError as e:
-            raise ValueError(f"cannot read hosts file {path}: {e.strerror}") from None
-    hosts = [parse_host(s) for s in specs if s]
+            raise ValueError(f"cannot read --hosts-file {path}: {e.strerror}") from None
+        specs += [(line.split("#", 1)[0].strip(), f"{path}:{n}")
+                  for n, line in enumerate(text.splitlines(), 1)]
+    hosts = [parse_host(s, where) for s, where in specs if s]
     names = Counter(h.name for h in hosts)
     dup = [n for n, c in names.items() if c > 1]
     if dup:
