@@ -878,6 +878,20 @@ def output_like_input(rng, m):
     m.what = f"{show_path(path)} -> {short(new)} (also an input, or the manifest)"
 
 
+def duplicate_output(rng, m):
+    """Two outputs that are one file, under odd names (spelled differently)."""
+    outs = [(p, v) for p, v in nodes(m.manifest) if role("manifest", p) == "output"]
+    if len(outs) < 2:
+        return False
+    (p1, _), (p2, _) = rng.sample(outs, 2)
+    name = rng.choice(("a\nb.o", "tab\there.o", "ü é.o", " lead.o", "-dash.o", "q\"uote.o",
+                       "\u202eevil.o", "x" * 200 + ".o"))
+    put(m.manifest, p1, name)
+    put(m.manifest, p2, rng.choice(("./" + name, "sub/../" + name, f"{BOX}/{WORK}/{name}")))
+    m.expect = REFUSE
+    m.what = f"{show_path(p1)} and {show_path(p2)}: both {name!r}"
+
+
 def side_name(manifest_path: str) -> str:
     return manifest_path[:-len(".json")] + ".dtlto.json"
 
@@ -1096,8 +1110,8 @@ def side_disagrees(rng, m):
 OPS = (delete, retype, retype, empty_string, empty_list, nul, nul_in_key, surrogate,
        bad_utf8, control_char, huge_string, huge_list, deep, add_key, dup_key, number,
        truncate, flip, flip, whole_file, path_mutation, path_mutation, path_mutation,
-       output_like_input, output_on_disk, output_on_disk, input_on_disk, manifest_file,
-       side_disagrees)
+       output_like_input, duplicate_output, output_on_disk, output_on_disk, input_on_disk,
+       manifest_file, side_disagrees)
 
 
 # Command lines.
@@ -1638,9 +1652,13 @@ def main() -> int:
             elif a.show:
                 print(f"ok   {line}: exit {o.code}", flush=True)
 
-    with ThreadPoolExecutor(max_workers=max(1, a.workers)) as pool:
-        list(pool.map(one, tasks))
-    shutil.rmtree(root, ignore_errors=True)
+    # SIGTERM ends the run like Ctrl-C: the sandboxes are removed.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, a.workers)) as pool:
+            list(pool.map(one, tasks))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
     elapsed = time.monotonic() - started
     print(f"{'distributor':14} {'manifests':>9} {'args':>5} {'to refuse':>9} {'exit 2':>6} "
