@@ -59,7 +59,7 @@ The protocol stubs are generated at build time; see --stubs-dir.
 
 
 def name_value(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
+    name, sep, value = cli.utf8_text(text).partition("=")
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {cli.shown_value(text)}")
     return name, value
@@ -68,9 +68,9 @@ def name_value(text: str) -> tuple[str, str]:
 def make_parser() -> argparse.ArgumentParser:
     p = cli.make_parser(PROG, __doc__, EPILOG)
     g = p.add_argument_group("where jobs run")
-    g.add_argument("--endpoint", action="append", default=[], metavar="URL",
+    g.add_argument("--endpoint", action="append", default=[], metavar="URL", type=cli.utf8_text,
                    help="REAPI server; repeat it to use several (required unless --dry-run)")
-    g.add_argument("--instance-name", default="", metavar="NAME",
+    g.add_argument("--instance-name", default="", metavar="NAME", type=cli.utf8_text,
                    help="REAPI instance name (default: empty)")
     g.add_argument("-j", "--jobs", type=cli.positive_int, metavar="N",
                    help="at most N actions in flight (default: 16 per endpoint)")
@@ -114,12 +114,13 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--tls-client-cert", metavar="FILE",
                    help="PEM client certificate chain, for servers that require one")
     g.add_argument("--tls-client-key", metavar="FILE", help="PEM key of --tls-client-cert")
-    g.add_argument("--tls-server-name", metavar="NAME",
+    g.add_argument("--tls-server-name", metavar="NAME", type=cli.utf8_text,
                    help="name to check the server certificate against (default: the host)")
     g.add_argument("--credentials-file", action="append", default=[], metavar="FILE",
                    help="file of 'name: value' header lines sent with every call "
                         "(e.g. 'authorization: Bearer ...'); never printed or logged")
     g.add_argument("--credentials-env", action="append", default=[], metavar="HEADER=VAR",
+                   type=cli.utf8_text,
                    help="send header HEADER with the value of environment variable VAR")
 
     g = p.add_argument_group("setup")

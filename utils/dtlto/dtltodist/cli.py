@@ -57,6 +57,18 @@ def _digits(text: str, what: str) -> int:
     return int(text)
 
 
+def utf8_text(text: str) -> str:
+    """argparse type for a value that goes on the wire as a string (gRPC
+    metadata and channel options, protobuf fields): it must be UTF-8, not
+    bytes that only the command line could carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"{shown_value(text)} is not valid UTF-8") from None
+    return text
+
+
 def positive_int(text: str) -> int:
     """argparse type for counts such as --jobs."""
     value = _digits(text, "a positive integer")

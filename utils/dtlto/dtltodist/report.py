@@ -9,6 +9,15 @@ import shlex
 import sys
 import time
 
+# Paths and arguments that are not UTF-8 reach Python as surrogate escapes
+# (os.fsdecode). What goes to stdout (--dry-run, validate.py --print) gives
+# them back as the bytes they were, whatever the locale: under a strict one
+# print() would fail on them. stderr escapes them already.
+try:
+    sys.stdout.reconfigure(errors="surrogateescape")
+except (AttributeError, ValueError):  # not a text stream of our own
+    pass
+
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1  # a job failed or left an output missing
 EXIT_USAGE = 2  # bad manifest or command line
