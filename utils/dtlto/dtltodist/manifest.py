@@ -345,13 +345,15 @@ class _Checker:
         for i, item in enumerate(items):
             if not isinstance(item, str):
                 raise self.error(f"{sub}[{i}]", f"expected a string, got {_json_type(item)}")
-            self.text(item, f"{sub}[{i}]")
+            if "\0" in item:  # inline, not self.text(): 100k jobs have a million strings
+                self.text(item, f"{sub}[{i}]")
         return list(items)
 
     def path_list(self, obj: dict, name: str, where: str, at_least: int) -> list[str]:
-        items = self.string_list(obj, name, where, at_least)
+        items = self.string_list(obj, name, where, at_least)  # NULs checked there
         for i, item in enumerate(items):
-            self.path_string(item, f"{where}.{name}[{i}]")
+            if not item:
+                raise self.error(f"{where}.{name}[{i}]", "empty path")
         return items
 
     def path_string(self, value: str, where: str) -> str:
@@ -370,11 +372,7 @@ def _check_outputs_are_distinct(c: _Checker, common_inputs, jobs):
     # Jobs run in parallel: two jobs writing one file, or a job overwriting a
     # file another job reads, would race. Compare absolute, normalized paths
     # so that "./a.o", "d/../a.o" and "$PWD/a.o" are the same file.
-    cwd = os.getcwd()
-
-    def key(p):
-        return os.path.normpath(os.path.join(cwd, p))
-
+    key = _absolute_key()
     inputs = {}
     for i, p in enumerate(common_inputs):
         inputs.setdefault(key(p), f"common.inputs[{i}]")
@@ -393,6 +391,21 @@ def _check_outputs_are_distinct(c: _Checker, common_inputs, jobs):
             outputs[k] = where
 
 
+def _absolute_key():
+    """A function giving a path's absolute, normalised form, against our
+    working directory; memoised, since a module is an input of every job
+    that imports it (and os.path.join is slow for 100k jobs)."""
+    cwd = os.getcwd()
+    known = {}
+
+    def key(p: str) -> str:
+        k = known.get(p)
+        if k is None:
+            k = known[p] = os.path.normpath(p if p.startswith("/") else cwd + "/" + p)
+        return k
+    return key
+
+
 def _check_outputs_on_disk(m: Manifest) -> None:
     """Refuse outputs that are in the way: a job, or a distributor bringing
     an object back, would write through a symlink (anywhere it points), into
@@ -401,9 +414,10 @@ def _check_outputs_on_disk(m: Manifest) -> None:
     that is also an input (a hard link). Files that do not exist yet, or
     cannot be looked at, are the jobs' business."""
     c = _Checker(m.path)
+    key = _absolute_key()
     ours, our_names = {}, {}
     for name, p in (("the manifest", m.path), ("the side file", side_file_path(m.path))):
-        our_names[os.path.abspath(p)] = name
+        our_names[key(p)] = name
         try:
             st = os.stat(p)
             ours[(st.st_dev, st.st_ino)] = name
@@ -414,7 +428,7 @@ def _check_outputs_on_disk(m: Manifest) -> None:
         for i, p in enumerate(job.outputs):
             where = f"jobs[{job.index}].outputs[{i}]"
             # By name too: "sub/../m.json" is the manifest once sub exists.
-            name = our_names.get(os.path.abspath(p))
+            name = our_names.get(key(p))
             if name:
                 raise c.error(where, f"output {_quoted(p)} is {name}")
             try:
