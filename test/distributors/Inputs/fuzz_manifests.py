@@ -513,9 +513,16 @@ class Mutant:
     writes: list = field(default_factory=list)  # more paths it may write (and below them)
     has_side: bool = False  # is there a side file (m.side may be null: a JSON null)
     names: tuple = ()  # a refusal's message names one of these (the option at fault)
+    manifest_name: str = ""  # instead of the shape's manifest path (same directory)
 
     def __post_init__(self):
         self.has_side = self.shape.side is not None
+
+    @property
+    def manifest_path(self) -> str:
+        if not self.manifest_name:
+            return self.shape.manifest_path
+        return os.path.join(os.path.dirname(self.shape.manifest_path), self.manifest_name)
 
 
 class Gen:
@@ -862,9 +869,9 @@ def output_like_input(rng, m):
     targets = [p for _, p, v, rr in [(None, pp, vv, role("manifest", pp))
                                       for pp, vv in nodes(m.manifest)] if rr == "path"
                for p in [v] if p != m.manifest["common"]["linker_output"]]
-    targets += [m.shape.manifest_path]
+    targets += [m.manifest_path]
     if m.has_side:
-        targets.append(side_name(m.shape.manifest_path))
+        targets.append(side_name(m.manifest_path))
     target = rng.choice(targets)
     if target.startswith(BOX):
         rest = target[len(BOX):]
@@ -913,7 +920,7 @@ def collision(m) -> bool:
             outputs += [abs_norm(p) for p in job["outputs"] if isinstance(p, str)]
     except (KeyError, TypeError, AttributeError):
         return False
-    mine = {abs_norm(m.shape.manifest_path), abs_norm(side_name(m.shape.manifest_path))}
+    mine = {abs_norm(m.manifest_path), abs_norm(side_name(m.manifest_path))}
     return len(set(outputs)) != len(outputs) or bool(set(outputs) & (inputs | mine))
 
 
@@ -954,7 +961,7 @@ def output_on_disk(rng, m):
     elif what == "symlink-dir":
         m.setup.append(("symlink", value, f"{BOX}/decoy-dir"))
     elif what == "symlink-manifest":
-        m.setup.append(("symlink", value, f"{BOX}/{WORK}/{m.shape.manifest_path}"))
+        m.setup.append(("symlink", value, f"{BOX}/{WORK}/{m.manifest_path}"))
     elif what == "symlink-input":
         m.setup.append(("symlink", value, f"{BOX}/{WORK}/{m.manifest['jobs'][0]['inputs'][0]}"))
     elif what == "directory":
@@ -964,7 +971,7 @@ def output_on_disk(rng, m):
     elif what == "hardlink-input":
         m.setup.append(("hardlink", value, m.manifest["jobs"][0]["inputs"][0]))
     elif what == "hardlink-manifest":
-        m.setup.append(("hardlink", value, m.shape.manifest_path))
+        m.setup.append(("hardlink", value, m.manifest_path))
     elif what == "stale-file":
         m.setup.append(("file", value, b"stale object"))
         m.expect = EITHER
@@ -1021,7 +1028,7 @@ def input_on_disk(rng, m):
 def manifest_file(rng, m):
     """The manifest or side file is not a plain readable file."""
     file = rng.choice(["manifest"] + (["side"] if m.has_side else []))
-    name = m.shape.manifest_path if file == "manifest" else side_name(m.shape.manifest_path)
+    name = m.manifest_path if file == "manifest" else side_name(m.manifest_path)
     what = rng.choice(("fifo", "directory", "missing", "dangling-symlink", "huge",
                        "symlink-to-fifo", "symlink-to-dev-zero", "symlink-ok"))
     m.expect = REFUSE
@@ -1045,6 +1052,17 @@ def manifest_file(rng, m):
         m.setup += [("rename", name, f"{BOX}/real.json"), ("symlink", name, f"{BOX}/real.json")]
         m.expect = EITHER
     m.what = f"{file} file: {what}"
+
+
+def manifest_name(rng, m):
+    """The manifest (and its side file) under an odd name, as an odd -o
+    makes it: not UTF-8 (a surrogate escape here is one byte on disk),
+    spaces, a newline, non-ASCII."""
+    m.manifest_name = rng.choice(("odd \udcff\udcfe name.json", "a\nb.json", " lead.json",
+                                  "é ü.json", "quote'\"$x.json", "\udc80.json",
+                                  "x" * 200 + ".json"))
+    m.expect = EITHER
+    m.what = f"the manifest is named {m.manifest_name!r}"
 
 
 def side_disagrees(rng, m):
@@ -1111,7 +1129,7 @@ OPS = (delete, retype, retype, empty_string, empty_list, nul, nul_in_key, surrog
        bad_utf8, control_char, huge_string, huge_list, deep, add_key, dup_key, number,
        truncate, flip, flip, whole_file, path_mutation, path_mutation, path_mutation,
        output_like_input, duplicate_output, output_on_disk, output_on_disk, input_on_disk,
-       manifest_file, side_disagrees)
+       manifest_file, manifest_name, side_disagrees)
 
 
 # Command lines.
@@ -1127,10 +1145,10 @@ def arg_mutant(seed: str, d: Distributor, index: int, shape_list: list[Shape]) -
     op = rng.choice(("unknown", "unknown", "no-manifest", "two-manifests", "missing-value",
                      "value-is-option", "bad-value", "bad-value", "bad-value", "good-value",
                      "good-value", "flag-with-value", "repeated", "empty-arg", "after-manifest",
-                     "double-dash"))
+                     "double-dash", "odd-bytes"))
     if op in ("bad-value",) and not any(o.bad for o in valued):
         op = "unknown"
-    if op in ("missing-value", "value-is-option", "good-value") and not valued:
+    if op in ("missing-value", "value-is-option", "good-value", "odd-bytes") and not valued:
         op = "unknown"
     m.op = f"args:{op}"
     args = base + [manifest]
@@ -1171,11 +1189,27 @@ def arg_mutant(seed: str, d: Distributor, index: int, shape_list: list[Shape]) -
         o = rng.choice([o for o in valued if o.good])
         v = rng.choice(o.good)
         arg = (o.flag + "=").encode() + v if isinstance(v, bytes) else f"{o.flag}={v}"
-        args = base + [arg, manifest]
+        # With --dry-run too, now and then: the value may be printed.
+        dry = ["--dry-run"] if rng.random() < 0.3 and any(
+            x.flag == "--dry-run" for x in d.options) else []
+        args = base + dry + [arg, manifest]
         m.expect = EITHER
         if o.writes and isinstance(v, str):
             m.writes.append(v)
-        m.what = f"{o.flag} {short(v)}"
+        m.what = f"{' '.join(dry + [o.flag])} {short(v)}"
+    elif op == "odd-bytes":
+        # Bytes that are not UTF-8, as a command line can carry them: the
+        # option may take them or refuse them, and what is printed
+        # (--dry-run) must not fail on them.
+        o = rng.choice(valued)
+        v = rng.choice((b"\xff", b"a\xfe b", b"\xc3\x28", b"\xed\xa0\x80"))
+        dry = ["--dry-run"] if rng.random() < 0.5 and any(
+            x.flag == "--dry-run" for x in d.options) else []
+        args = base + dry + [o.flag.encode() + b"=" + v, manifest]
+        if o.writes:
+            m.writes.append(os.fsdecode(v))
+        m.expect = EITHER
+        m.what = f"{' '.join(dry + [o.flag])} {v!r}"
     elif op == "flag-with-value":
         fl = [o for o in d.options if o.flag_only]
         if not fl:
@@ -1331,10 +1365,10 @@ class Runner:
             os.makedirs(os.path.dirname(at(p)), exist_ok=True)
             with open(at(p), "wb") as f:
                 f.write(content)
-        mpath = at(m.shape.manifest_path)
+        mpath = at(m.manifest_path)
         os.makedirs(os.path.dirname(mpath), exist_ok=True)
         for path, doc, present in ((mpath, m.manifest, True),
-                                   (at(side_name(m.shape.manifest_path)), m.side, m.has_side)):
+                                   (at(side_name(m.manifest_path)), m.side, m.has_side)):
             if present:
                 with open(path, "wb") as f:
                     f.write(sub(doc if isinstance(doc, bytes) else dump(doc)))
@@ -1414,12 +1448,14 @@ class Runner:
             a = a.replace("{stubs}", self.stubs).replace(BOX, box)
             return a.replace("{endpoint}", listener.url) if listener else a
         args = [expand(a) for a in (m.args if m.args is not None else
-                                    list(d.args) + [m.shape.manifest_path])]
+                                    list(d.args) + [m.manifest_path])]
         argv = [self.python, os.path.join(SRC_ROOT, d.script)] + args
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("DTLTO_") and k not in ("MAKEFLAGS", "MFLAGS")}
+        # PYTHONIOENCODING: stdout as strict as under a UTF-8 locale such as
+        # en_US.UTF-8 (here C.UTF-8 would let Python print anything).
         env.update(TMPDIR=tmp, FUZZ_CONTACT=contact, FUZZ_SANDBOX=os.path.realpath(box),
-                   PYTHONDONTWRITEBYTECODE="1", PWD=work)
+                   PYTHONDONTWRITEBYTECODE="1", PWD=work, PYTHONIOENCODING="utf-8:strict")
         if self.reapi_stubs:
             env["DTLTO_REAPI_STUBS"] = self.reapi_stubs
         if listener:
@@ -1523,7 +1559,7 @@ class Runner:
 
     @staticmethod
     def _names_file(stderr: bytes, m: Mutant) -> bool:
-        base = os.path.basename(m.shape.manifest_path)[:-len(".json")].encode()
+        base = os.fsencode(os.path.basename(m.manifest_path)[:-len(".json")])
         return base in stderr
 
 
