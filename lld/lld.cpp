@@ -1,44 +1,106 @@
 //===- lld.cpp - LLD with the dtlto engine --------------------------------===//
 //
-// LLD's ELF, COFF and MinGW drivers, from Debian's LLD 22 static libraries.
-// This executable also defines llvm::lto::createOutOfProcessThinBackend and
-// llvm::lto::DTLTO's members (llvm/lib/LTO, llvm/lib/DTLTO), and the
-// executable's definitions win over libLLVM's: LLD's own DTLTO options reach
-// our engine. LLD picks its flavour from the name it is run by: ld.lld,
-// lld-link, or `lld -flavor <gnu|link>`.
+// LLD's drivers (ELF, COFF, MinGW, Mach-O, wasm) from Debian's LLD 22 static
+// libraries, with our engine. This executable defines
+// llvm::lto::createOutOfProcessThinBackend and llvm::lto::DTLTO's members
+// (llvm/lib/LTO, llvm/lib/DTLTO), and the executable's definitions win over
+// libLLVM's: LLD's own DTLTO options (ELF, COFF) reach our engine. The
+// drivers without DTLTO options get them here:
+//   - ld64.lld and wasm-ld: the options are taken off the command line
+//     before the driver sees them (DistributionOptions.h), and PlainLTO.cpp
+//     turns the link's in-process ThinLTO backend into ours;
+//   - the MinGW driver (ld.lld -m i386pep ...): they become the COFF
+//     linker's own (-Xlink=/thinlto-distributor:...).
+// LLD picks its flavour from the name it is run by: ld.lld, lld-link,
+// ld64.lld, wasm-ld, or `lld -flavor <gnu|link|darwin|wasm>`.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dtlto/DistributionOptions.h"
+
 #include "lld/Common/Driver.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/StringSaver.h"
 #include "llvm/Support/raw_ostream.h"
 
 LLD_HAS_DRIVER(elf)
 LLD_HAS_DRIVER(coff)
 LLD_HAS_DRIVER(mingw)
+LLD_HAS_DRIVER(macho)
+LLD_HAS_DRIVER(wasm)
+
+using namespace llvm;
 
 // After LLD's own version line (which also goes into each output's .comment
 // section, so it stays Debian's: our outputs match the stock linker's), say
 // which DTLTO engine is inside. Build systems that recognise the linker by
 // "LLD" on the first line are not disturbed.
-static bool asksForVersion(llvm::ArrayRef<const char *> Args) {
-  for (llvm::StringRef A : Args.drop_front())
+static bool asksForVersion(ArrayRef<const char *> Args) {
+  for (StringRef A : Args.drop_front())
     if (A == "--version" || A == "-version" || A == "-v" || A == "-V")
       return true;
   return false;
 }
 
+namespace {
+enum class DriverKind { HasDTLTO, PlainLTO, MinGW };
+}
+
+// Which of LLD's drivers will run, as far as DTLTO is concerned (LLD's own
+// rules: the program name or -flavor; -m <PE emulation> makes ld.lld MinGW).
+static DriverKind driverKind(ArrayRef<const char *> Args) {
+  StringRef Flavor = sys::path::stem(Args[0]);
+  if (Args.size() > 2 && StringRef(Args[1]) == "-flavor")
+    Flavor = Args[2];
+  if (Flavor.contains("ld64") || Flavor == "darwin" || Flavor.contains("wasm"))
+    return DriverKind::PlainLTO;
+  if (Flavor.contains("link"))
+    return DriverKind::HasDTLTO;
+  for (size_t I = 1; I < Args.size(); ++I) {
+    StringRef A = Args[I];
+    StringRef Emulation;
+    if (A == "-m" && I + 1 < Args.size())
+      Emulation = Args[I + 1];
+    else if (A.starts_with("-m") && !A.starts_with("-mllvm"))
+      Emulation = A.drop_front(2);
+    if (Emulation.ends_with("pe") || Emulation.ends_with("pep"))
+      return DriverKind::MinGW;
+  }
+  return DriverKind::HasDTLTO;
+}
+
+// For the MinGW driver, LLD's ELF spellings become the COFF linker's own.
+static void toCOFFOptions(std::vector<const char *> &Args, StringSaver &Saver) {
+  for (const char *&A : Args) {
+    StringRef Value;
+    StringRef Name = dtlto::parseDistributionOption(A, Value);
+    if (!Name.empty())
+      A = Saver.save("-Xlink=/" + Name + ":" + Value).data();
+  }
+}
+
 int main(int argc, const char **argv) {
-  llvm::InitLLVM X(argc, argv);
-  llvm::ArrayRef<const char *> Args(argv, argc);
-  lld::Result R = lld::lldMain(Args, llvm::outs(), llvm::errs(),
-                               {{lld::WinLink, &lld::coff::link},
-                                {lld::Gnu, &lld::elf::link},
-                                {lld::MinGW, &lld::mingw::link}});
+  InitLLVM X(argc, argv);
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
+  std::vector<const char *> Args(argv, argv + argc);
+  DriverKind Kind = driverKind(Args);
+  if (Kind != DriverKind::HasDTLTO) {
+    SmallVector<const char *, 64> Expanded(Args.begin(), Args.end());
+    cl::ExpandResponseFiles(Saver, cl::TokenizeGNUCommandLine, Expanded);
+    Args.assign(Expanded.begin(), Expanded.end());
+    if (Kind == DriverKind::PlainLTO)
+      dtlto::takeFromCommandLine(Args);
+    else
+      toCOFFOptions(Args, Saver);
+  }
+  lld::Result R = lld::lldMain(Args, outs(), errs(), LLD_ALL_DRIVERS);
   if (asksForVersion(Args))
-    llvm::outs() << "with the dtlto " DTLTO_VERSION
-                    " DTLTO engine, built on LLVM "
-                 << LLVM_VERSION_STRING << "\n";
+    outs() << "with the dtlto " DTLTO_VERSION " DTLTO engine, built on LLVM "
+           << LLVM_VERSION_STRING << "\n";
   return R.retCode;
 }

@@ -53,6 +53,7 @@ subst = config.substitutions
 subst.append(("%ld.lld", os.path.join(bindir, "ld.lld")))
 subst.append(("%lld-link", os.path.join(bindir, "lld-link")))
 subst.append(("%stock-ld.lld", os.path.join(tools_dir, "ld.lld")))
+subst.append(("%stock-lld-link", os.path.join(tools_dir, "lld-link")))
 subst.append(("%stock-llvm-lto2", os.path.join(tools_dir, "llvm-lto2")))
 subst.append(("%preload", os.path.join(obj_root, "lib", "libdtlto-preload.so")))
 subst.append(("%dtlto-backend", os.path.join(bindir, "dtlto-backend")))
@@ -64,6 +65,8 @@ subst.append(("%mock_py", os.path.join(utils, "mock.py")))
 subst.append(("%validate_py", os.path.join(utils, "validate.py")))
 subst.append(("%utils", utils))
 subst.append(("%srcroot", src_root))
+subst.append(("%llvm_tools", tools_dir))
+subst.append(("%bindir", bindir))
 subst.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 
 if os.getuid() == 0:

@@ -70,11 +70,14 @@ def _jobs_of(stderr):
     """Backend jobs run, and cache hits, from the distributor's summary line
     and our engine's verbose line."""
     jobs = {}
-    m = re.search(r"^dtlto: (\d+) ThinLTO jobs: (\d+) from the cache, (\d+) run",
+    m = re.search(r"^dtlto: (\d+) ThinLTO jobs: (\d+) from the cache, (\d+) given to",
                   stderr, re.M)
     if m:
         jobs = {"modules": int(m.group(1)), "cache_hits": int(m.group(2)),
                 "jobs": int(m.group(3))}
+    m = re.search(r"^dtlto: (\d+) ThinLTO jobs: all from the cache", stderr, re.M)
+    if m:
+        jobs = {"modules": int(m.group(1)), "cache_hits": int(m.group(1)), "jobs": 0}
     m = re.search(r"^\S*local\.py: (\d+) jobs? on", stderr, re.M)
     if m and "jobs" not in jobs:
         jobs["jobs"] = int(m.group(1))

@@ -191,6 +191,11 @@ def run_link(argv, cwd, env, stdout_path, stderr_path, sample_ms=20.0,
                 if status >> 16 == _PTRACE_EVENT_EXIT:
                     linker_hwm_kib = _status_kib(pid, "VmHWM")
                     sig = 0
+                elif sig == signal.SIGTRAP:
+                    # A traced process stops so after each execve (a
+                    # wrapper script exec-ing the linker): not a signal
+                    # to hand on, which would kill it.
+                    sig = 0
                 _ptrace(_PTRACE_CONT, pid, sig)
 
         try:

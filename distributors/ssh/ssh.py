@@ -15,8 +15,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import cli, paths, transfer  # noqa: E402
+from dtltodist.hostpool import HostPool  # noqa: E402
 from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, Reporter, plural, usage_error  # noqa: E402
-from dtltodist.runner import JobResult, Runner, Slots, run_quick_all  # noqa: E402
+from dtltodist.runner import JobResult, Runner, run_quick_all  # noqa: E402
 
 PROG = "ssh.py"
 
@@ -94,33 +95,6 @@ def read_hosts(args) -> list[Host]:
     if not hosts:
         raise ValueError("no hosts: give --host or --hosts-file")
     return hosts
-
-
-class HostPool(Slots):
-    """Slots spread over hosts: a job may start while some usable host has a
-    free slot; hosts that failed are not used again."""
-
-    def __init__(self, hosts: list[Host]):
-        super().__init__(sum(h.slots for h in hosts))
-        self.hosts = hosts
-        self.busy: Counter = Counter()
-        self.down: dict[str, str] = {}  # host name -> why
-
-    def usable(self) -> list[Host]:
-        return [h for h in self.hosts if h.name not in self.down]
-
-    def try_grow(self, running: int) -> bool:
-        return any(self.busy[h.name] < h.slots for h in self.usable())
-
-    def take(self, avoid) -> Host:
-        free = [h for h in self.usable() if self.busy[h.name] < h.slots]
-        # Not where this job failed before, then the least loaded host.
-        best = min(free, key=lambda h: (h.name in avoid, self.busy[h.name] / h.slots))
-        self.busy[best.name] += 1
-        return best
-
-    def release(self, host: Host) -> None:
-        self.busy[host.name] -= 1
 
 
 def parse_args():

@@ -6,12 +6,14 @@
 // so in-process entries, stock LLVM DTLTO entries and ours never mix, and a
 // compiler upgrade never serves stale objects.
 //
-// An entry is written only for an object that passed the checks, through
-// LLVM's cache (temporary file, then rename: atomic). It holds the object
-// followed by a trailer with the object's BLAKE3 digest; a hit is verified
-// against it (and checked like a fresh object) before the cache may hand it
-// to the link, so a damaged entry is discarded and rebuilt, never linked.
-// Linkers ignore bytes after the end of an ELF or COFF object.
+// An entry is written only for an object that passed the checks, where
+// LLVM's cache would put it (llvmcache-<key> in the cache directory), through
+// a temporary file of its own renamed over it: atomic, and concurrent links
+// never write into one file. It holds the object followed by a trailer with
+// the object's BLAKE3 digest; a hit is verified against it (and checked like
+// a fresh object), and only the object goes to the link, so a damaged entry
+// is discarded and rebuilt, never linked. LLVM's cache pruning
+// (--thinlto-cache-policy) sees our entries like its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +36,14 @@ std::string remoteCompileID(llvm::ArrayRef<std::string> CommonArgs,
 /// Where LLVM's cache (llvm::localCache) keeps the entry for Key.
 std::string cacheEntryPath(llvm::StringRef CacheDir, llvm::StringRef Key);
 
-/// Writes a cache entry: the object, then its digest trailer.
-void writeCacheEntry(llvm::raw_ostream &OS, llvm::StringRef Object);
+/// Writes the cache entry at Entry: the object, then its digest trailer.
+/// On failure ("cannot write the ThinLTO cache entry '<e>' in the cache
+/// directory '<d>': <reason>") nothing is left in the cache.
+llvm::Error writeCacheEntryFile(llvm::StringRef Entry, llvm::StringRef Object);
+
+/// Marks the entry as just used (both its times), so that pruning by age
+/// keeps the entries links use. Best effort.
+void touchCacheEntry(llvm::StringRef Entry);
 
 /// Returns the object held by a cache entry, or why the entry is damaged.
 llvm::Expected<llvm::StringRef> readCacheEntry(llvm::StringRef Entry);

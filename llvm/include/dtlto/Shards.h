@@ -31,6 +31,13 @@ struct ShardRequest {
   /// accesses them directly instead of through the GOT; a remote clang sees
   /// only what the shard holds. (dtlto-backend reads the whole index.)
   bool AddReferencedDeclarations = false;
+  /// With AddReferencedDeclarations, for a COFF link: also each function
+  /// called that is local to the output. A dllimport declaration of a
+  /// function the image itself defines is called through its import slot
+  /// unless the backend knows the function is local: in-process ThinLTO
+  /// then drops dllimport (no LNK4217 warning, no local-import slot that
+  /// /OPT:REF could strip); a remote clang knows it only from the shard.
+  bool AddCalledDeclarations = false;
   bool EmitImportsFile = false;
 };
 

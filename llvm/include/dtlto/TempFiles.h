@@ -53,6 +53,11 @@ std::string shardPath(llvm::StringRef ObjectPath);
 std::string serializedInputPath(llvm::StringRef LinkerOutputFile,
                                 llvm::StringRef MemberName,
                                 llvm::StringRef Bitcode);
+/// The member's file name in the module ID a linker gives an archive member
+/// when it does not say which archive it is from: "m.o" for LLD's
+/// "lib.a(m.o at 88)" (ELF, wasm) and "lib.a(m.o)120" (Mach-O), and for
+/// LLVMgold.so's "lib.a.llvm.120.m.o"; else the ID's own file name.
+std::string memberFileName(llvm::StringRef ModuleID);
 /// LLVM's own name for such a copy, used in upstream-compatible mode: the
 /// file name of the module ID (e.g. "lib.a(m.o at 88)"), the number of
 /// inputs added so far, and the linker's pid in upper-case hex.
@@ -96,6 +101,13 @@ private:
   std::mutex Mu;
   std::vector<std::string> Paths;
 };
+
+/// The temporary files a compiler that was writing one of ObjectPaths left
+/// next to it: clang writes <object stem>-<random>.o.tmp and renames it, and
+/// leaves it behind when it fails to write (a full disk) or is killed. Our
+/// object names carry the linker's pid, so such files are the link's own.
+std::vector<std::string>
+strayCompilerFiles(llvm::ArrayRef<std::string> ObjectPaths);
 
 /// Removes files registered with the signal handler and unregisters them; a
 /// no-op for Keep. Used by input preparation, which keeps no TempFileSet.

@@ -7,7 +7,11 @@
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Chrono.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
+#include <ctime>
 
 using namespace llvm;
 
@@ -37,7 +41,9 @@ std::string remoteCompileID(ArrayRef<std::string> CommonArgs,
   raw_string_ostream OS(ID);
   // v2: clang shards file declaration summaries under the job's own module,
   // which changes some objects; entries made from v1 shards are not reused.
-  OS << "dtlto-remote-compile-v2" << '\0';
+  // v3: COFF clang shards also carry the local functions called (dllimport
+  // is dropped as in-process); v2 COFF entries kept it.
+  OS << "dtlto-remote-compile-v3" << '\0';
   if (!CommonArgs.empty())
     appendFileIdentity(OS, CommonArgs[0]);
   for (const std::string &Arg : CommonArgs)
@@ -61,10 +67,54 @@ static std::array<uint8_t, 32> digest(StringRef Data) {
   return BLAKE3::hash<32>(arrayRefFromStringRef(Data));
 }
 
-void writeCacheEntry(raw_ostream &OS, StringRef Object) {
-  std::array<uint8_t, 32> D = digest(Object);
-  OS << Object << TrailerMagic
-     << StringRef(reinterpret_cast<const char *>(D.data()), D.size());
+Error writeCacheEntryFile(StringRef Entry, StringRef Object) {
+  StringRef Dir = sys::path::parent_path(Entry);
+  auto Fail = [&](std::error_code EC) {
+    return createStringError(EC, "cannot write the ThinLTO cache entry '" +
+                                     Entry + "' in the cache directory '" +
+                                     Dir + "': " + EC.message());
+  };
+  // The directory is made when first needed, as LLVM's cache does.
+  if (std::error_code EC = sys::fs::create_directories(Dir))
+    return Fail(EC);
+  // A name of its own: links that write the same entry at once each rename
+  // a whole file. Not "llvmcache-*": pruning never takes it for an entry.
+  // With our pid, so that utils/dtlto/clean.py can tell the file of a link
+  // killed by SIGKILL.
+  int FD;
+  SmallString<256> Temp;
+  if (std::error_code EC = sys::fs::createUniqueFile(
+          Dir + "/dtlto-entry-" + Twine(sys::Process::getProcessId()) +
+              "-%%%%%%%%.tmp",
+          FD, Temp))
+    return Fail(EC);
+  sys::RemoveFileOnSignal(Temp);
+  std::error_code EC;
+  {
+    raw_fd_ostream OS(FD, /*shouldClose=*/true);
+    std::array<uint8_t, 32> D = digest(Object);
+    OS << Object << TrailerMagic
+       << StringRef(reinterpret_cast<const char *>(D.data()), D.size());
+    OS.close();
+    EC = OS.error();
+    OS.clear_error();
+  }
+  if (!EC)
+    EC = sys::fs::rename(Temp, Entry);
+  if (EC)
+    sys::fs::remove(Temp);
+  sys::DontRemoveFileOnSignal(Temp);
+  return EC ? Fail(EC) : Error::success();
+}
+
+void touchCacheEntry(StringRef Entry) {
+  int FD;
+  if (sys::fs::openFileForWrite(Entry, FD, sys::fs::CD_OpenExisting,
+                                sys::fs::OF_Append))
+    return;
+  (void)sys::fs::setLastAccessAndModificationTime(
+      FD, sys::toTimePoint(std::time(nullptr)));
+  sys::Process::SafelyCloseFileDescriptor(FD);
 }
 
 Expected<StringRef> readCacheEntry(StringRef Entry) {

@@ -4,6 +4,7 @@
 #include "dtlto/Options.h"
 #include "dtlto/WriteFile.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/LTO/Config.h"
 #include "llvm/Support/Compression.h"
 #include "llvm/Support/FileSystem.h"
@@ -25,6 +26,74 @@ static void addProfileInputs(const lto::Config &Conf, CommonPart &C) {
        {&Conf.SampleProfile, &Conf.CSIRProfile, &Conf.ProfileRemapping})
     if (!F->empty())
       C.Inputs.push_back(*F);
+}
+
+// The options LLVM's codegen::RegisterCodeGenFlags adds to the tools that
+// register it (LLD, llc, dtlto-backend), and clang does not: clang stops at
+// any of them ("Unknown command line argument"). The linker has put what
+// they say into its LTO configuration already (CPU, features, relocation
+// model, target options), and the clang flags below carry that. The list is
+// LLVM 22's, read off a program that registers the flags.
+static bool isCodeGenToolOption(StringRef MllvmArg) {
+  static const StringSet<> Names = {"addrsig",
+                                    "align-loops",
+                                    "basic-block-address-map",
+                                    "basic-block-sections",
+                                    "call-graph-section",
+                                    "code-model",
+                                    "data-sections",
+                                    "debug-entry-values",
+                                    "debugger-tune",
+                                    "denormal-fp-math",
+                                    "denormal-fp-math-f32",
+                                    "disable-tail-calls",
+                                    "emit-call-site-info",
+                                    "emulated-tls",
+                                    "enable-jmc-instrument",
+                                    "enable-no-infs-fp-math",
+                                    "enable-no-nans-fp-math",
+                                    "enable-no-signed-zeros-fp-math",
+                                    "enable-no-trapping-fp-math",
+                                    "enable-sign-dependent-rounding-fp-math",
+                                    "enable-tlsdesc",
+                                    "exception-model",
+                                    "filetype",
+                                    "float-abi",
+                                    "force-dwarf-frame-section",
+                                    "fp-contract",
+                                    "frame-pointer",
+                                    "function-sections",
+                                    "ignore-xcoff-visibility",
+                                    "large-data-threshold",
+                                    "march",
+                                    "mattr",
+                                    "mcpu",
+                                    "meabi",
+                                    "mxcoff-roptr",
+                                    "no-integrated-as",
+                                    "nozero-initialized-in-bss",
+                                    "partition-static-data-sections",
+                                    "relocation-model",
+                                    "separate-named-sections",
+                                    "split-machine-functions",
+                                    "stack-size-section",
+                                    "stack-symbol-ordering",
+                                    "stackrealign",
+                                    "strict-dwarf",
+                                    "swift-async-fp",
+                                    "tailcallopt",
+                                    "thread-model",
+                                    "tls-size",
+                                    "trap-func",
+                                    "unique-basic-block-section-names",
+                                    "unique-section-names",
+                                    "use-ctors",
+                                    "vec-extabi",
+                                    "vector-library",
+                                    "xcoff-traceback-table",
+                                    "xray-function-index"};
+  StringRef Name = MllvmArg.ltrim('-').split('=').first;
+  return Names.contains(Name);
 }
 
 // Whatever else of the linker's LTO configuration a clang flag can carry.
@@ -54,6 +123,21 @@ static void addClangConfigFlags(const lto::Config &Conf, const Triple &TT,
     CC1("-target-cpu", Conf.CPU);
   for (const std::string &Feature : Conf.MAttrs)
     CC1("-target-feature", Feature);
+  // The optimisation pipeline's tuning. clang turns the vectorizers and
+  // loop unrolling on at -O2 and above; the linker says what it wants (LLD's
+  // ELF driver and LLVMgold.so do as clang does, its Mach-O driver leaves
+  // both vectorizers off).
+  bool ClangDefault = Conf.OptLevel > 1;
+  const PipelineTuningOptions &PTO = Conf.PTO;
+  if (PTO.LoopVectorization != ClangDefault)
+    A.push_back(PTO.LoopVectorization ? "-fvectorize" : "-fno-vectorize");
+  if (PTO.SLPVectorization != ClangDefault)
+    A.push_back(PTO.SLPVectorization ? "-fslp-vectorize"
+                                     : "-fno-slp-vectorize");
+  if (PTO.LoopUnrolling != ClangDefault)
+    A.push_back(PTO.LoopUnrolling ? "-funroll-loops" : "-fno-unroll-loops");
+  if (PTO.MergeFunctions)
+    A.insert(A.end(), {"-Xclang", "-fmerge-functions"});
   const TargetOptions &O = Conf.Options;
   if (O.EmulatedTLS)
     A.push_back("-femulated-tls");
@@ -89,7 +173,7 @@ static void addClangConfigFlags(const lto::Config &Conf, const Triple &TT,
   addProfileInputs(Conf, C);
   // The link's -mllvm options: LLVM 22's own engine drops them.
   for (const std::string &Opt : Conf.MllvmArgs)
-    if (!isEngineOption(Opt))
+    if (!isEngineOption(Opt) && !isCodeGenToolOption(Opt))
       A.insert(A.end(), {"-mllvm", Opt});
 }
 
@@ -140,6 +224,22 @@ static void writeStrings(json::OStream &J, StringRef Key,
   });
 }
 
+void writeJobFields(json::OStream &J, const Job &Jb) {
+  J.attributeArray("args", [&] {
+    J.value(Jb.ModuleID);
+    J.value("-fthinlto-index=" + Jb.ShardPath);
+    J.value("-o");
+    J.value(Jb.ObjectPath);
+  });
+  J.attributeArray("inputs", [&] {
+    J.value(Jb.ModuleID);
+    J.value(Jb.ShardPath);
+    for (const std::string &M : Jb.ImportedFrom)
+      J.value(M);
+  });
+  writeStrings(J, "outputs", {Jb.ObjectPath});
+}
+
 // Exactly LLVM 22's schema: distributors written for it check for exact
 // keys. What else our distributors can use goes to the side file.
 Error writeManifest(StringRef Path, const CommonPart &Common,
@@ -153,23 +253,8 @@ Error writeManifest(StringRef Path, const CommonPart &Common,
         writeStrings(J, "inputs", Common.Inputs);
       });
       J.attributeArray("jobs", [&] {
-        for (const Job *Jb : Jobs) {
-          J.object([&] {
-            J.attributeArray("args", [&] {
-              J.value(Jb->ModuleID);
-              J.value("-fthinlto-index=" + Jb->ShardPath);
-              J.value("-o");
-              J.value(Jb->ObjectPath);
-            });
-            J.attributeArray("inputs", [&] {
-              J.value(Jb->ModuleID);
-              J.value(Jb->ShardPath);
-              for (const std::string &M : Jb->ImportedFrom)
-                J.value(M);
-            });
-            writeStrings(J, "outputs", {Jb->ObjectPath});
-          });
-        }
+        for (const Job *Jb : Jobs)
+          J.object([&] { writeJobFields(J, *Jb); });
       });
     });
     OS << "\n";
@@ -177,13 +262,15 @@ Error writeManifest(StringRef Path, const CommonPart &Common,
 }
 
 Error writeEngineInfo(StringRef Path, const CommonPart &Common,
-                      ArrayRef<const Job *> Jobs) {
+                      ArrayRef<const Job *> Jobs, bool Streaming) {
   return writeFile(Path, "DTLTO engine side file", [&](raw_ostream &OS) {
     json::OStream J(OS, /*IndentSize=*/1);
     J.object([&] {
       J.attribute("engine", "dtlto");
       J.attribute("version", DTLTO_VERSION);
       J.attribute("jobs", int64_t(Jobs.size()));
+      if (Streaming)
+        J.attribute("stream", 1);
       if (!Common.BatchArg.empty())
         J.attribute("batch_arg", Common.BatchArg);
       J.attributeArray("input_bytes", [&] {

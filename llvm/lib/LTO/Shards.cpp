@@ -49,7 +49,9 @@ declarationSummary(const GlobalValueSummary &Def, StringRef ModuleID) {
 // refers to by address (variables, functions whose address is taken) and
 // that are local to the output. Only those change code: an access to a
 // global the backend knows is local is direct, not through the GOT; a call
-// is the same instruction either way.
+// is the same instruction either way, but for a COFF function declared
+// dllimport (WithCalls: the functions called, too), which is called through
+// its import slot unless the backend knows the function is local.
 //
 // Each is filed under the job's own module, with the definition's flags and
 // nothing else. The backend reads dso_local from it, and it provokes no
@@ -61,15 +63,19 @@ declarationSummary(const GlobalValueSummary &Def, StringRef ModuleID) {
 // global carries the same flags, so any one will do.
 static void addReferencedDeclarations(
     ModuleToSummariesForIndexTy &Summaries, GVSummaryPtrSet &Declarations,
-    StringRef ModuleID,
+    StringRef ModuleID, bool WithCalls,
     std::vector<std::unique_ptr<GlobalValueSummary>> &Owned) {
   DenseSet<GlobalValue::GUID> Held;
   std::vector<ValueInfo> Referenced;
   for (const auto &[Module, Map] : Summaries)
     for (const auto &[GUID, S] : Map) {
       Held.insert(GUID);
-      for (ValueInfo VI : S->getBaseObject()->refs())
+      const GlobalValueSummary *Base = S->getBaseObject();
+      for (ValueInfo VI : Base->refs())
         Referenced.push_back(VI);
+      if (const auto *F = dyn_cast<FunctionSummary>(Base); F && WithCalls)
+        for (const FunctionSummary::EdgeTy &Call : F->calls())
+          Referenced.push_back(Call.first);
     }
   GVSummaryMapTy &Own = Summaries[std::string(ModuleID)];
   for (ValueInfo VI : Referenced) {
@@ -103,7 +109,8 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   std::vector<std::unique_ptr<GlobalValueSummary>> DeclarationCopies;
   if (Req.AddReferencedDeclarations)
     addReferencedDeclarations(ModuleToSummaries, DeclarationSummaries,
-                              Req.ModuleID, DeclarationCopies);
+                              Req.ModuleID, Req.AddCalledDeclarations,
+                              DeclarationCopies);
 
   // Serialize once, write as often as asked.
   SmallString<0> Bitcode;

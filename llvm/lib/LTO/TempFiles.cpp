@@ -99,6 +99,24 @@ std::string serializedInputPath(StringRef LinkerOutputFile,
   return notAnOption(Path);
 }
 
+std::string memberFileName(StringRef ModuleID) {
+  StringRef Name = sys::path::filename(ModuleID);
+  size_t Open = Name.find('(');
+  size_t Close = Name.rfind(')');
+  if (Open != StringRef::npos && Close != StringRef::npos && Open < Close) {
+    StringRef Member = Name.slice(Open + 1, Close);
+    return Member.split(" at ").first.str();
+  }
+  size_t LLVM = Name.find(".llvm.");
+  if (LLVM != StringRef::npos) {
+    StringRef Rest = Name.substr(LLVM + strlen(".llvm."));
+    auto [Offset, Member] = Rest.split('.');
+    if (!Offset.empty() && all_of(Offset, isDigit) && !Member.empty())
+      return Member.str();
+  }
+  return Name.str();
+}
+
 std::string upstreamSerializedInputPath(StringRef LinkerOutputFile,
                                         StringRef ModuleID,
                                         unsigned InputNumber) {
@@ -114,6 +132,28 @@ std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
   sys::path::append(Path, MemberName);
   sys::path::remove_dots(Path, /*remove_dot_dot=*/true);
   return notAnOption(Path);
+}
+
+std::vector<std::string> strayCompilerFiles(ArrayRef<std::string> ObjectPaths) {
+  // The objects by directory, each as the prefix its temporaries start with.
+  StringMap<std::vector<std::string>> Prefixes;
+  for (StringRef Object : ObjectPaths) {
+    StringRef Dir = sys::path::parent_path(Object);
+    Prefixes[Dir.empty() ? "." : Dir].push_back(
+        (sys::path::stem(Object) + "-").str());
+  }
+  std::vector<std::string> Found;
+  for (const auto &[Dir, Stems] : Prefixes) {
+    std::error_code EC;
+    for (sys::fs::directory_iterator I(Dir, EC), E; I != E && !EC;
+         I.increment(EC)) {
+      StringRef Name = sys::path::filename(I->path());
+      if (Name.ends_with(".o.tmp") &&
+          any_of(Stems, [&](StringRef S) { return Name.starts_with(S); }))
+        Found.push_back(I->path());
+    }
+  }
+  return Found;
 }
 
 void registerTempFile(StringRef Path, bool Keep) {

@@ -13,12 +13,17 @@
 // With --batch it runs many jobs in one process: each line of stdin is a job's
 // arguments as a JSON array of strings, and each job gets one line on stdout,
 // {"ok":true} or {"ok":false,"error":"..."}, once its object is written.
+// Without --config and --combined-index it is the farm side of distcc and
+// icecream: `-c <bundle> -o <object>` runs the one job in the bundle
+// (Bundle.h, docs/bundle.md).
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bundle.h"
 #include "dtlto/BackendConfig.h"
 #include "dtlto/WriteFile.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/CodeGen/CommandFlags.h"
 #include "llvm/IR/DiagnosticPrinter.h"
@@ -30,11 +35,16 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include <csignal>
 #include <iostream>
 #include <string>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -44,12 +54,16 @@ static const char *const Usage =
     "usage: dtlto-backend --config=<file> --combined-index=<file>\n"
     "                     <module> -fthinlto-index=<shard> -o <object>\n"
     "       dtlto-backend --config=<file> --combined-index=<file> --batch\n"
+    "       dtlto-backend -c <bundle>|- -o <object>\n"
     "\n"
     "Runs ThinLTO backend jobs exactly as in-process ThinLTO runs them in the\n"
     "linker. The engine writes --config and --combined-index once per link and\n"
     "lists both in the manifest's common.inputs. With --batch, each line of\n"
     "stdin is one job's arguments as a JSON array of strings; each job gets one\n"
-    "line on stdout, {\"ok\":true} or {\"ok\":false,\"error\":\"...\"}.\n";
+    "line on stdout, {\"ok\":true} or {\"ok\":false,\"error\":\"...\"}.\n"
+    "Without --config and --combined-index it runs the one job of a bundle\n"
+    "(what distcc and icecream send, see docs/bundle.md) and writes its object\n"
+    "to -o; other options, which those daemons add, are ignored.\n";
 
 static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
@@ -216,42 +230,33 @@ static int runBatch(Link &L) {
   return 0;
 }
 
-int main(int argc, const char **argv) {
-  InitLLVM X(argc, argv);
+
+namespace {
+/// dtlto-backend's own command line.
+struct Invocation {
   std::string ConfigPath, IndexPath;
   bool Batch = false;
   std::vector<std::string> JobArgv;
-  for (int I = 1; I < argc; ++I) {
-    StringRef A = argv[I];
-    if (A.consume_front("--config="))
-      ConfigPath = A.str();
-    else if (A.consume_front("--combined-index="))
-      IndexPath = A.str();
-    else if (A == "--batch")
-      Batch = true;
-    else if (A == "--help" || A == "-h") {
-      outs() << Usage;
-      return 0;
-    } else if (A == "--version") {
-      outs() << "dtlto-backend " DTLTO_VERSION " (LLVM " LLVM_VERSION_STRING
-                ")\n";
-      return 0;
-    } else
-      JobArgv.push_back(A.str());
-  }
-  auto Die = [](Error E) {
-    errs() << "dtlto-backend: error: " << toString(std::move(E)) << "\n";
-    return 1;
-  };
-  if (ConfigPath.empty() || IndexPath.empty())
-    return Die(fail("--config= and --combined-index= are required\n" +
+};
+} // namespace
+
+static int die(Error E) {
+  errs() << "dtlto-backend: error: " << toString(std::move(E)) << "\n";
+  return 1;
+}
+
+// Runs the job(s) of Inv. With ObjectOverride, the job's object is written
+// there instead of to its -o (a bundle's job writes where its daemon says).
+static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
+  if (Inv.ConfigPath.empty() || Inv.IndexPath.empty())
+    return die(fail("--config= and --combined-index= are required\n" +
                     Twine(Usage)));
 
   Link L;
   Expected<dtlto::BackendConfigHeader> H =
-      dtlto::readBackendConfig(ConfigPath, L.Conf);
+      dtlto::readBackendConfig(Inv.ConfigPath, L.Conf);
   if (!H)
-    return Die(H.takeError());
+    return die(H.takeError());
   // The link's -mllvm options, as the linker parsed them.
   std::vector<const char *> ClArgs{"dtlto-backend (-mllvm)"};
   for (const std::string &A : H->MllvmArgs)
@@ -275,14 +280,14 @@ int main(int argc, const char **argv) {
   InitializeAllAsmParsers();
 
   Expected<std::unique_ptr<ModuleSummaryIndex>> Index =
-      getModuleSummaryIndexForFile(IndexPath);
+      getModuleSummaryIndexForFile(Inv.IndexPath);
   if (!Index)
-    return Die(fail("cannot read the combined index '" + IndexPath +
+    return die(fail("cannot read the combined index '" + Inv.IndexPath +
                     "': " + toString(Index.takeError())));
   L.Index = std::move(*Index);
   L.Index->collectDefinedGVSummariesPerModule(L.DefinedPerModule);
 
-  if (Batch) {
+  if (Inv.Batch) {
     int RC = runBatch(L);
     // Every object is written and every reply flushed. The distributor waits
     // for its workers after the link's last job: freeing the combined index
@@ -290,10 +295,249 @@ int main(int argc, const char **argv) {
     outs().flush();
     sys::Process::Exit(RC, /*NoCleanup=*/true);
   }
-  Expected<JobArgs> J = parseJobArgs(JobArgv);
+  Expected<JobArgs> J = parseJobArgs(Inv.JobArgv);
   if (!J)
-    return Die(J.takeError());
+    return die(J.takeError());
+  if (!ObjectOverride.empty())
+    J->Object = ObjectOverride.str();
   if (Error E = runJob(L, *J))
-    return Die(std::move(E));
+    return die(std::move(E));
   return 0;
+}
+
+// Parses dtlto-backend's own options; the rest are the job's arguments.
+static Invocation parseInvocation(ArrayRef<std::string> Args) {
+  Invocation Inv;
+  for (const std::string &Arg : Args) {
+    StringRef A = Arg;
+    if (A.consume_front("--config="))
+      Inv.ConfigPath = A.str();
+    else if (A.consume_front("--combined-index="))
+      Inv.IndexPath = A.str();
+    else if (A == "--batch")
+      Inv.Batch = true;
+    else
+      Inv.JobArgv.push_back(Arg);
+  }
+  return Inv;
+}
+
+//===----------------------------------------------------------------------===//
+// Bundle mode: the farm side of distcc and icecream (docs/bundle.md)
+//===----------------------------------------------------------------------===//
+//
+// The daemon runs us as the compiler of a one-file compile: distccd as
+// `dtlto-backend -c /tmp/distccd_XXXX.i -o /tmp/distccd_XXXX.o`, iceccd as
+// `/usr/bin/dtlto-backend -x c ... - -o <file>` with the bundle on stdin, in
+// the chroot of the job's environment. The bundle's files are unpacked into
+// a private directory next to the output, at the paths they have below the
+// link's directory (the index shard names imported modules by those paths),
+// the job runs there, its object goes to -o, and the directory is removed,
+// on a stop signal too.
+
+/// Everything unpacked, in creation order, and the compiler we started: what
+/// a stop signal must remove and kill. Written only before the job starts.
+static std::vector<std::string> Unpacked;
+static volatile sig_atomic_t ChildPid = 0;
+
+static void removeUnpacked() {
+  for (auto It = Unpacked.rbegin(); It != Unpacked.rend(); ++It)
+    if (::unlink(It->c_str()) != 0)
+      ::rmdir(It->c_str());
+}
+
+static void onStopSignal() {
+  if (ChildPid > 0)
+    ::kill(ChildPid, SIGKILL);
+  removeUnpacked();
+  // LLVM's handler has restored the default actions: die of the signal.
+  ::signal(SIGTERM, SIG_DFL);
+  ::raise(SIGTERM);
+}
+
+namespace {
+/// The daemon-shaped command line: its input, and its -o.
+struct FarmArgs {
+  std::string Input, Output;
+};
+} // namespace
+
+// Takes -o and the one input; the options the daemons add for a C compile
+// (-c, -x c, -Xclang -main-file-name -Xclang <name>, -fpreprocessed,
+// --param ..., -no-canonical-prefixes) mean nothing for a bundle.
+static Expected<FarmArgs> parseFarmArgs(ArrayRef<std::string> Args) {
+  static const StringSet<> WithValue = {"-x",      "-Xclang", "--param",
+                                        "-target", "-MF",     "-MT",
+                                        "-MQ",     "-include"};
+  FarmArgs F;
+  for (size_t I = 0; I < Args.size(); ++I) {
+    StringRef A = Args[I];
+    if (A == "-o" && I + 1 < Args.size()) {
+      F.Output = Args[++I];
+    } else if (WithValue.count(A)) {
+      ++I;
+    } else if (A == "-" || !A.starts_with("-")) {
+      if (!F.Input.empty())
+        return fail("two inputs, '" + F.Input + "' and '" + A +
+                    "': a bundle run takes one");
+      F.Input = A.str();
+    }
+  }
+  if (F.Input.empty() || F.Output.empty())
+    return fail("without --config= and --combined-index=, dtlto-backend "
+                "runs a bundle: -c <bundle> -o <object> (or '-' for "
+                "stdin)\n" +
+                Twine(Usage));
+  return F;
+}
+
+// Creates Root/Name's directories and the file itself, recording each.
+static Error unpackFile(StringRef Root, const dtlto::BundleFile &F,
+                        StringSet<> &MadeDirs) {
+  SmallString<256> Path(Root);
+  SmallVector<StringRef, 8> Parts;
+  StringRef(F.Name).split(Parts, '/');
+  for (size_t I = 0; I + 1 < Parts.size(); ++I) {
+    sys::path::append(Path, Parts[I]);
+    if (MadeDirs.insert(Path).second) {
+      if (std::error_code EC = sys::fs::create_directory(Path))
+        return fail("cannot create '" + Path + "': " + EC.message());
+      Unpacked.push_back(std::string(Path));
+    }
+  }
+  sys::path::append(Path, Parts.back());
+  Unpacked.push_back(std::string(Path));
+  return dtlto::writeFile(Path, "unpacked file",
+                          [&](raw_ostream &OS) { OS << F.Data; });
+}
+
+// Runs the bundle's compiler in the current directory.
+static Error runCommand(const dtlto::Bundle &B) {
+  std::string Program = B.Args[0];
+  if (!StringRef(Program).contains('/')) {
+    ErrorOr<std::string> Found = sys::findProgramByName(Program);
+    if (!Found)
+      return fail("cannot find the compiler '" + Program +
+                  "' of the bundle's job in PATH");
+    Program = *Found;
+  }
+  std::vector<StringRef> Argv(B.Args.begin(), B.Args.end());
+  std::string Err;
+  bool ExecFailed = false;
+  sys::ProcessInfo PI = sys::ExecuteNoWait(Program, Argv, std::nullopt, {}, 0,
+                                           &Err, &ExecFailed);
+  if (ExecFailed)
+    return fail("cannot run '" + Program + "': " + Err);
+  ChildPid = PI.Pid;
+  sys::ProcessInfo Done = sys::Wait(PI, std::nullopt, &Err);
+  ChildPid = 0;
+  if (Done.ReturnCode != 0)
+    return fail("'" + B.Args[0] + "' " +
+                (Done.ReturnCode < 0 ? "crashed" + (Err.empty() ? "" : ": " + Err)
+                                     : "exited with " +
+                                           std::to_string(Done.ReturnCode)));
+  return Error::success();
+}
+
+static int runBundle(ArrayRef<std::string> Args) {
+  Expected<FarmArgs> F = parseFarmArgs(Args);
+  if (!F)
+    return die(F.takeError());
+  Expected<dtlto::Bundle> B = dtlto::readBundle(F->Input);
+  if (!B)
+    return die(B.takeError());
+
+  SmallString<256> Output(F->Output);
+  if (std::error_code EC = sys::fs::make_absolute(Output))
+    return die(fail("cannot resolve '" + F->Output + "': " + EC.message()));
+  SmallString<256> OldCwd;
+  if (std::error_code EC = sys::fs::current_path(OldCwd))
+    return die(fail("cannot find the current directory: " + EC.message()));
+
+  // Next to the output: the daemon gave us that directory to write in.
+  SmallString<256> Root;
+  SmallString<256> Prefix = sys::path::parent_path(Output);
+  sys::path::append(Prefix, ".dtlto-bundle");
+  if (std::error_code EC = sys::fs::createUniqueDirectory(Prefix, Root))
+    return die(fail("cannot create a directory next to '" + Output +
+                    "': " + EC.message()));
+  Unpacked.push_back(std::string(Root));
+  sys::SetInterruptFunction(onStopSignal);
+
+  auto Run = [&]() -> int {
+    StringSet<> MadeDirs;
+    MadeDirs.insert(Root);
+    for (const dtlto::BundleFile &File : B->Files)
+      if (Error E = unpackFile(Root, File, MadeDirs))
+        return die(std::move(E));
+    SmallString<256> Cwd(Root);
+    if (B->Cwd != ".") {
+      SmallVector<StringRef, 8> Parts;
+      StringRef(B->Cwd).split(Parts, '/');
+      for (StringRef P : Parts) {
+        sys::path::append(Cwd, P);
+        if (MadeDirs.insert(Cwd).second) {
+          if (std::error_code EC = sys::fs::create_directory(Cwd))
+            return die(fail("cannot create '" + Cwd + "': " + EC.message()));
+          Unpacked.push_back(std::string(Cwd));
+        }
+      }
+    }
+    if (std::error_code EC = sys::fs::set_current_path(Cwd))
+      return die(fail("cannot enter '" + Cwd + "': " + EC.message()));
+
+    if (B->Kind == "backend") {
+      std::vector<std::string> Own(B->Args.begin() + 1, B->Args.end());
+      return runInvocation(parseInvocation(Own), Output);
+    }
+    // The object's directory, which the compiler expects to be there.
+    SmallString<256> Object(Root);
+    sys::path::append(Object, B->Output);
+    StringRef ObjectDir = sys::path::parent_path(Object);
+    if (!MadeDirs.count(ObjectDir) && ObjectDir != Root) {
+      if (std::error_code EC = sys::fs::create_directories(ObjectDir))
+        return die(fail("cannot create '" + ObjectDir + "': " + EC.message()));
+    }
+    if (Error E = runCommand(*B))
+      return die(std::move(E));
+    ErrorOr<std::unique_ptr<MemoryBuffer>> Obj =
+        MemoryBuffer::getFile(Object, /*IsText=*/false,
+                              /*RequiresNullTerminator=*/false);
+    if (!Obj)
+      return die(fail("the job wrote no object '" + B->Output + "': " +
+                      Obj.getError().message()));
+    if (Error E = dtlto::writeFile(
+            Output, "object",
+            [&](raw_ostream &OS) { OS << (*Obj)->getBuffer(); },
+            /*Atomic=*/true))
+      return die(std::move(E));
+    return 0;
+  };
+  int RC = Run();
+  (void)sys::fs::set_current_path(OldCwd);
+  // Whatever the job left there (a compiler's temporary files) goes too.
+  (void)sys::fs::remove_directories(Root);
+  return RC;
+}
+
+int main(int argc, const char **argv) {
+  InitLLVM X(argc, argv);
+  std::vector<std::string> Args;
+  for (int I = 1; I < argc; ++I) {
+    StringRef A = argv[I];
+    if (A == "--help" || A == "-h") {
+      outs() << Usage;
+      return 0;
+    }
+    if (A == "--version") {
+      outs() << "dtlto-backend " DTLTO_VERSION " (LLVM " LLVM_VERSION_STRING
+                ")\n";
+      return 0;
+    }
+    Args.push_back(A.str());
+  }
+  Invocation Inv = parseInvocation(Args);
+  if (Inv.ConfigPath.empty() && Inv.IndexPath.empty() && !Inv.Batch)
+    return runBundle(Args);
+  return runInvocation(Inv, "");
 }

@@ -108,8 +108,7 @@ def main():
         ok = (r.returncode == 0 and os.path.exists(prog)
               and filecmp.cmp(prog, "clean/prog", shallow=False)
               and run([prog]).returncode == 0)
-        warned = "compiled it in the linker instead" in r.stderr or \
-                 "jobs in the linker instead" in r.stderr
+        warned = any(l.startswith("ld.lld: warning: ") for l in r.stderr.splitlines())
         left = left_behind(out, ["prog"])
         stray += len(left)
         linked += ok and warned

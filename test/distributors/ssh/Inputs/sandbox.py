@@ -1,11 +1,13 @@
 """What the SSH and Slurm test harnesses share: daemons started as "hosts"
 of their own, and the proof that they are all gone afterwards.
 
-  sandbox.py boot [--hostname H] [--hide DIR]... -- CMD...
+  sandbox.py boot [--hostname H] [--hide DIR]... [--bind SRC:DST]... -- CMD...
       Run as the first process of new mount, UTS and pid namespaces (see
       Sandbox.spawn): sets the hostname, covers each DIR with an empty
       read-only tmpfs (the build tree is not there: files reach this host
-      only through the engine), runs CMD, reaps every orphan, and exits
+      only through the engine), bind-mounts each SRC over DST (this host's
+      own copy of a system directory, e.g. distcc's compiler whitelist),
+      runs CMD, reaps every orphan, and exits
       with CMD's status. When it exits, the kernel kills everything left in
       its pid namespace; its mounts vanish with the namespace.
 
@@ -13,7 +15,8 @@ of their own, and the proof that they are all gone afterwards.
       Succeeds when nothing RECORD lists is left: no process, network
       namespace, directory, and no tmpfs of ours in this mount namespace.
 
-The harnesses (ssh/Inputs/hosts.py, slurm/Inputs/cluster.py) import this
+The harnesses (ssh/Inputs/hosts.py, slurm/Inputs/cluster.py,
+distcc/Inputs/distcc_farm.py, icecream/Inputs/icecc_farm.py) import this
 module. Every child is tied to its harness with PR_SET_PDEATHSIG and runs
 under `unshare --kill-child`, so even a SIGKILLed harness leaves no daemon.
 """
@@ -131,7 +134,7 @@ class Sandbox:
         return name
 
     def spawn(self, name: str, argv: list[str], netns: str | None = None,
-              host: str | None = None, hide=(), env=None) -> subprocess.Popen:
+              host: str | None = None, hide=(), env=None, bind=()) -> subprocess.Popen:
         """Start argv; with host, as that host: own pid, mount, UTS namespaces."""
         full = netns_prefix(netns)
         if host is not None:
@@ -140,6 +143,8 @@ class Sandbox:
                      PYTHON, HERE, "boot", "--hostname", host]
             for d in hide:
                 full += ["--hide", d]
+            for src, dst in bind:
+                full += ["--bind", f"{src}:{dst}"]
             full.append("--")
         full += argv
         log = self.path(f"{name}.log")
@@ -198,7 +203,7 @@ def remove_stale_netns() -> None:
     way out without a finally: their names end in the dead harness's pid."""
     listed = sh("ip", "netns", "list", capture_output=True, text=True).stdout.split()
     for name in listed:
-        found = re.fullmatch(r"dtlto-(?:ssh|slurm)-(\d+)(?:-h\d+)?", name)
+        found = re.fullmatch(r"dtlto-(?:ssh|slurm|distcc|icecc)-(\d+)(?:-h\d+)?", name)
         if found and not os.path.exists(f"/proc/{found[1]}"):
             sh("ip", "netns", "del", name, check=False, stderr=subprocess.DEVNULL)
 
@@ -300,9 +305,14 @@ class Harness:
     process of host i (1-based) for the kill tests; logs are the processes
     whose log tails to show when the command fails."""
 
-    def __init__(self, prog, doc, tools, count_option, start, host, logs):
+    def __init__(self, prog, doc, tools, count_option, start, host, logs, options=None,
+                 watch=None):
         self.prog, self.doc, self.tools = prog, doc, tools
         self.count_option, self.start, self.host, self.logs = count_option, start, host, logs
+        self.options = options  # options(run_parser) adds the harness's own
+        # watch(sandbox, args) -> a callable polled while the command runs
+        # (or None): a harness's own fault injection.
+        self.watch = watch
 
     def main(self) -> int:
         p = argparse.ArgumentParser(prog=self.prog, description=self.doc.split("\n")[0])
@@ -314,6 +324,8 @@ class Harness:
         r.add_argument("--record")
         r.add_argument("--timeout", type=float, default=600,
                        help="seconds the command may take (default 600)")
+        if self.options:
+            self.options(r)
         r.add_argument("command", nargs=argparse.REMAINDER)
         sub.add_parser("missing")
         c = sub.add_parser("check-clean")
@@ -337,7 +349,7 @@ class Harness:
         try:
             env, netns = self.start(sb, args)
             env["FARM_STATE"] = sb.state
-            watch = None
+            watch = self.watch(sb, args) if self.watch else None
             if args.stall_compiler:
                 env["FARM_STALL_CC"], marker = stall_compiler(sb, args.stall_compiler)
                 names = [self.host(i) for i in range(1, args.count + 1)]
@@ -359,6 +371,9 @@ def boot(args) -> int:
     for d in args.hide:
         if os.path.isdir(d):
             sh("mount", "-t", "tmpfs", "-o", "ro,size=16k,mode=755", HIDDEN_FS, d)
+    for pair in args.bind:
+        src, dst = pair.split(":", 1)
+        sh("mount", "--bind", src, dst)
     child = subprocess.Popen(args.command)
 
     def forward(signo, frame):
@@ -401,6 +416,7 @@ def main():
     b = sub.add_parser("boot")
     b.add_argument("--hostname")
     b.add_argument("--hide", action="append", default=[])
+    b.add_argument("--bind", action="append", default=[])
     b.add_argument("command", nargs=argparse.REMAINDER)
     c = sub.add_parser("check-clean")
     c.add_argument("record")

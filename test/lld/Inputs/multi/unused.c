@@ -1,0 +1,1 @@
+int never_used(void) { return 42; }
