@@ -60,7 +60,7 @@ def parse_args():
     g.add_argument("--slots", type=cli.positive_int, metavar="N",
                    help="at most N jobs at once (default: the CPUs of the partition "
                         "as sinfo counts them, or 16)")
-    g.add_argument("--retries", type=int, default=2, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=2, metavar="N",
                    help="run a job lost to the cluster again up to N times (default 2)")
     g.add_argument("--job-name", default="dtlto", metavar="NAME",
                    help="prefix of the Slurm job name; the name is NAME.<host>.<pid> so "
@@ -243,8 +243,6 @@ def srun_error(stderr: str) -> str:
 
 def main() -> int:
     args = parse_args()
-    if args.retries < 0:
-        return usage_error(PROG, "--retries must not be negative")
     m = cli.load_or_exit(PROG, args.manifest)
     if args.mode == "stream":
         for job in m.jobs:

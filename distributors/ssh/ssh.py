@@ -104,7 +104,7 @@ def parse_args():
                    help="a host to run jobs on, with its number of slots (repeatable)")
     g.add_argument("--hosts-file", action="append", default=[], metavar="FILE",
                    help="a file of host specs, one a line")
-    g.add_argument("--retries", type=int, default=2, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=2, metavar="N",
                    help="run a job lost with its host again up to N times (default 2)")
     g.add_argument("--remote-python", default="python3", metavar="PATH",
                    help="Python 3 on the hosts (default python3)")
@@ -349,8 +349,6 @@ class SSH:
 def main() -> int:
     args = parse_args()
     try:
-        if args.retries < 0:
-            raise ValueError("--retries must not be negative")
         hosts = read_hosts(args)
     except ValueError as e:
         return usage_error(PROG, str(e))

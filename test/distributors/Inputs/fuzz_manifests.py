@@ -36,7 +36,7 @@ Which mutations are refused and which are legitimate, and why, is in
 docs/reliability.md ("Fuzzed manifests and command lines").
 
 The distributors and how to start each are data: DISTRIBUTORS below. To
-add one (distcc, icecream), add an entry there: its script, base options
+add one, add an entry there: its script, base options
 (with its client pointed at {stubs}/NAME, NAME added to STUB_NAMES), and
 its options for argument fuzzing with values it must refuse and values it
 may take.
@@ -80,8 +80,8 @@ CC = "@CC@"
 # ---------------------------------------------------------------------------
 # The distributors: how to start each one, and its options for argument
 # fuzzing. In `args`, {stubs} is a directory of recording stubs (rewrapper,
-# srun, sinfo, scancel, ssh, dbsbuild, ib_console: each records its start and
-# fails), {endpoint} a REAPI endpoint that counts the connections made to it.
+# srun, sinfo, scancel, ssh, dbsbuild, ib_console, distcc, icecc, fbuild,
+# dtlto-backend, clang: each records its start and fails), {endpoint} a REAPI endpoint that counts the connections made to it.
 
 @dataclass(frozen=True)
 class Opt:
@@ -97,7 +97,7 @@ class Opt:
 
 COUNT_BAD = ("0", "-1", "x", "", "1.5", "0x10", "1e3", " 3", "+3", "9" * 5000, "٣")
 COUNT_GOOD = ("1", "3", "007", "100000", "9" * 18)
-NONNEG_BAD = ("-1", "x", "", "1.5", "²", "9" * 5000)
+NONNEG_BAD = ("-1", "x", "", "1.5", "²", " 1", "+1", "9" * 5000)
 NONNEG_GOOD = ("0", "1")
 FLOAT_BAD = ("0", "-1", "x", "", "nan", "inf", "-inf", "1e999", "1e300", "1000001")
 FLOAT_GOOD = ("0.5", "30")
@@ -170,7 +170,7 @@ DISTRIBUTORS = (
                     Opt("--exec-strategy", ("", "bogus", "REMOTE"),
                         ("remote", "local", "racing", "remote_local_fallback")),
                     Opt("--exec-timeout", ("", "10", "1x", "-1s", "s"), ("90s", "1h2m", "0.5s")),
-                    Opt("--retries", ("-1", "x", "", "9" * 5000), ("0", "3")),
+                    Opt("--retries", NONNEG_BAD, ("0", "3")),
                     Opt("--jobs", COUNT_BAD, COUNT_GOOD),
                     Opt("--input-list-threshold", COUNT_BAD, ("1", "100000")),
                     Opt("--rewrapper-arg", ("x", "-", "-exec_root=/", "-cred_file=x",
@@ -184,7 +184,7 @@ DISTRIBUTORS = (
                     Opt("--account", (), STRING_GOOD), Opt("--time", (), ("10:00", "x")),
                     Opt("--srun-arg", (), ("--qos=high", "-x", "")),
                     Opt("--slots", COUNT_BAD, COUNT_GOOD),
-                    Opt("--retries", ("-1", "x", "", "9" * 5000), ("0", "1")),
+                    Opt("--retries", NONNEG_BAD, NONNEG_GOOD),
                     Opt("--job-name", (), STRING_GOOD),
                     Opt("--remote-python", (), STRING_GOOD),
                     Opt("--remote-dir", (), ("/tmp", "", "rel", "a\nb")))),
@@ -199,7 +199,7 @@ DISTRIBUTORS = (
                     Opt("--host", ("", "a b", "h:0", "h:x", "[::1", "@h", "h:", "a\nb"),
                         ("127.0.0.3", "u@127.0.0.4:2", "[::1]:2", "-oProxyCommand=x")),
                     Opt("--hosts-file", ("nonexistent", "."), ("a.o",) + ODD_FILES),
-                    Opt("--retries", ("-1", "x", "", "9" * 5000), ("0", "1")),
+                    Opt("--retries", NONNEG_BAD, NONNEG_GOOD),
                     Opt("--remote-python", (), STRING_GOOD),
                     Opt("--remote-dir", (), ("/tmp", "", "a\nb")),
                     Opt("--identity", (), ("nonexistent",)),
@@ -225,12 +225,50 @@ DISTRIBUTORS = (
                     Opt("--profile", ("nonexistent", "."), ("a.o",) + ODD_FILES),
                     Opt("--ib-arg", (), ("/title=x", "")),
                     Opt("--emit-only", (), ("emit", BOX + "/emit"), writes=True))),
+    Distributor("distcc", "distributors/distcc/distcc.py", "distcc.py",
+                ("--distcc={stubs}/distcc", "--hosts=127.0.0.2/2", "--retries=0"),
+                SHARED_FLAGS + flags("--self-contained") + (
+                    # --hosts adds to the base list: only a bad word is refused, so "" and
+                    # a host marked ,down are good.
+                    Opt("--hosts", ("h:x", "h/0", "h/", "h/x", "+zeroconf", "-x", "h,bogus",
+                                    "h,cpp", "localhost/0", "h h", "@", "h/" + "9" * 5000),
+                        ("", "h,down", "127.0.0.3/2", "localhost/1", "u@127.0.0.4/2", "h:3632/4,lzo",
+                         "a # comment", "a\nb", "--randomize h")),
+                    Opt("--farm-compiler", (), STRING_GOOD),
+                    Opt("--retries", NONNEG_BAD, NONNEG_GOOD))),
+    # --env: a ready environment (any file will do: the stub client never
+    # opens it), so that no environment is built in ~/.cache.
+    Distributor("icecream", "distributors/icecream/icecream.py", "icecream.py",
+                ("--icecc={stubs}/icecc", "--backend={stubs}/dtlto-backend",
+                 "--clang={stubs}/clang", "--env=" + BOX + "/decoy.txt", "--retries=0"),
+                SHARED_FLAGS + flags("--self-contained") + (
+                    Opt("--jobs", COUNT_BAD, COUNT_GOOD), Opt("-j", COUNT_BAD, COUNT_GOOD),
+                    Opt("--icecc", ("nonexistent",), ("{stubs}/icecc",)),
+                    Opt("--backend", ("nonexistent", ".", BOX + "/decoy.txt"),
+                        ("{stubs}/dtlto-backend",)),
+                    Opt("--clang", ("nonexistent", ".", BOX + "/decoy.txt"), ("{stubs}/clang",)),
+                    Opt("--env", ("nonexistent", ".", BOX + "/fifo"),
+                        (BOX + "/decoy.txt", BOX + "/binary.bin")),
+                    Opt("--env-cache", (), (BOX + "/cache", "nonexistent")),
+                    Opt("--retries", NONNEG_BAD, NONNEG_GOOD))),
+    Distributor("fastbuild", "distributors/fastbuild/fastbuild.py", "fastbuild.py",
+                ("--fbuild={stubs}/fbuild", "--backend={stubs}/dtlto-backend"),
+                SHARED_FLAGS + flags("--force-remote") + (
+                    Opt("--fbuild", (), ("{stubs}/fbuild", "nonexistent")),
+                    Opt("--backend", ("nonexistent", ".", BOX + "/decoy.txt"),
+                        ("{stubs}/dtlto-backend",)),
+                    Opt("--extra-file", ("nonexistent", ".", BOX + "/fifo"),
+                        (BOX + "/decoy.txt", BOX + "/binary.bin")),
+                    Opt("--worker", (), STRING_GOOD),
+                    Opt("--fbuild-arg", (), ("-distverbose", "", "-x")),
+                    Opt("--emit-only", (), ("emit", BOX + "/emit"), writes=True))),
     Distributor("broken", "test/distributors/Inputs/fuzz_broken.py", "fuzz_broken.py",
                 hidden=True),
 )
 
 # The clients the distributors start; each is the recording stub.
-STUB_NAMES = ("rewrapper", "srun", "sinfo", "scancel", "ssh", "dbsbuild", "ib_console")
+STUB_NAMES = ("rewrapper", "srun", "sinfo", "scancel", "ssh", "dbsbuild", "ib_console",
+              "distcc", "icecc", "fbuild", "dtlto-backend", "clang")
 STUB_TEXT = """#!/bin/sh
 # A remote engine's client, for the fuzzer: records that it was started and fails.
 printf '%s\\n' "$(basename "$0")" >> "${FUZZ_CONTACT:-/dev/null}"

@@ -62,6 +62,9 @@ class Plan:
     prepare: Callable[[str], None] | None = None  # (directory): the rest of its files; OSError
     staged: dict[int, str] = field(default_factory=dict)  # job index -> where its object lands
     collect: Callable[[Job, str], str] | None = None  # (job, staged path) -> problem, or ''
+    # Printed when the engine is about to run (after every check that may
+    # refuse the run, so that a refusal stays one line).
+    warning: str = ""
 
 
 # make_plan(manifest, directory) -> Plan; directory is absolute and is where
@@ -164,6 +167,8 @@ class _Run:
         if shutil.which(plan.argv[0]) is None:
             rep.error(f"cannot find {plan.argv[0]}" + (f": {plan.hint}" if plan.hint else ""))
             return EXIT_USAGE
+        if plan.warning:
+            rep.note(f"warning: {plan.warning}")
         try:
             os.mkdir(self.directory)
         except FileExistsError:
