@@ -142,6 +142,13 @@ class Slurm:
             result.returncode, result.where = None, node_named(err)
             result.problem = f"was refused ({e})"
             return
+        except transfer.Damaged as e:
+            # Nothing was written; run it again on another node.
+            node = e.node or node_named(err)
+            result.returncode, result.where = None, node
+            result.problem = f"came back damaged ({e})"
+            self.lost[job.index] = node
+            return
         except transfer.TransferError as e:
             node = node_named(err)
             result.returncode, result.where = None, node

@@ -263,6 +263,14 @@ class SSH:
         except paths.UnsafePathError as e:
             result.returncode, result.problem = None, f"was refused ({e})"
             return
+        except transfer.Damaged as e:
+            # Nothing was written; the host (or the way to it) spoils what
+            # it sends, so it gets no more jobs and this one runs elsewhere.
+            result.returncode, result.problem = None, f"came back damaged ({e})"
+            self.pool.down.setdefault(host.name, f"sent back damaged output ({e})")
+            self.tried.setdefault(job.index, set()).add(host.name)
+            self.lost.add(job.index)
+            return
         except transfer.TransferError as e:
             err = result.stderr.decode("utf-8", "replace").strip().splitlines()
             why = err[-1] if err else str(e)
