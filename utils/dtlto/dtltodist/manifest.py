@@ -72,6 +72,7 @@ class Manifest:
     side_file: str | None = None  # the side file read, if any
     engine: str = ""  # which engine wrote it ("dtlto"), from the side file
     batch_arg: str = ""  # starts a batch worker (dtlto-backend --batch)
+    streaming: bool = False  # the jobs come on the job channel (events.JobFeed)
 
     @property
     def compiler(self) -> str:
@@ -186,6 +187,12 @@ def _member(where: str, key: str) -> str:
     return f"{where}[{json.dumps(key)}]"
 
 
+def _shown_json(value) -> str:
+    """A JSON value for a message: one line, cut when long."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:40] + "..."
+
+
 def _quoted(text: str) -> str:
     """text in double quotes for a message, on one line whatever it holds."""
     return json.dumps(text, ensure_ascii=False)
@@ -213,8 +220,12 @@ def _with_side_file(m: Manifest, data, path: str) -> Manifest:
             raise c.error(f"input_bytes[{i}]", f"expected a byte count, got {_json_type(size)}")
         if size < 0:
             raise c.error(f"input_bytes[{i}]", f"expected a byte count, got {size}")
+    stream = data.get("stream", 0)
+    if not isinstance(stream, int) or _is_bool(stream) or stream not in (0, 1):
+        raise c.error("stream", f"expected 0 or 1, got {_shown_json(stream)}")
     jobs = [dataclasses.replace(job, input_bytes=size) for job, size in zip(m.jobs, sizes)]
-    return dataclasses.replace(m, jobs=jobs, side_file=path, engine=engine, batch_arg=batch)
+    return dataclasses.replace(m, jobs=jobs, side_file=path, engine=engine, batch_arg=batch,
+                               streaming=stream == 1)
 
 
 def parse(data, path: str = "<manifest>") -> Manifest:
