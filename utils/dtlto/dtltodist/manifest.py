@@ -417,14 +417,16 @@ def _absolute_key():
     return key
 
 
-def _check_outputs_on_disk(m: Manifest) -> None:
+def _check_outputs_on_disk(m: Manifest, c: "_Checker | None" = None,
+                           where_of=lambda job: f"jobs[{job.index}]") -> None:
     """Refuse outputs that are in the way: a job, or a distributor bringing
     an object back, would write through a symlink (anywhere it points), into
     a FIFO (and wait forever), or over the manifest; an existing output may
     only be a regular file (a stale object of an earlier link), and not one
     that is also an input (a hard link). Files that do not exist yet, or
-    cannot be looked at, are the jobs' business."""
-    c = _Checker(m.path)
+    cannot be looked at, are the jobs' business. c and where_of(job) name
+    the file and the job in messages."""
+    c = c or _Checker(m.path)
     key = _absolute_key()
     ours, our_names = {}, {}
     for name, p in (("the manifest", m.path), ("the side file", side_file_path(m.path))):
@@ -437,7 +439,7 @@ def _check_outputs_on_disk(m: Manifest) -> None:
     existing = []
     for job in m.jobs:
         for i, p in enumerate(job.outputs):
-            where = f"jobs[{job.index}].outputs[{i}]"
+            where = f"{where_of(job)}.outputs[{i}]".lstrip(".")
             # By name too: "sub/../m.json" is the manifest once sub exists.
             name = our_names.get(key(p))
             if name:
@@ -465,7 +467,7 @@ def _check_outputs_on_disk(m: Manifest) -> None:
     # Rare (a relink over stale objects): only then look at the inputs.
     by_inode = {ino: (where, p) for ino, where, p in existing}
     named = [(f"common.inputs[{i}]", p) for i, p in enumerate(m.common_inputs)]
-    named += [(f"jobs[{job.index}].inputs[{i}]", p)
+    named += [(f"{where_of(job)}.inputs[{i}]".lstrip("."), p)
               for job in m.jobs for i, p in enumerate(job.inputs)]
     for input_where, p in named:
         try:
@@ -476,3 +478,44 @@ def _check_outputs_on_disk(m: Manifest) -> None:
         if hit:
             raise c.error(hit[0], f"output {_quoted(hit[1])} is the same file as the input "
                           f"{input_where} {_quoted(p)}")
+
+
+class StreamedJobs:
+    """The manifest's rules for jobs that arrive one at a time, as job
+    records on the linker's job channel (events.JobFeed): each record is
+    parsed as a one-job manifest, and check() then holds it to what load()
+    checks across a whole manifest: no output that an earlier job also
+    writes or reads, no input that an earlier job writes, and no output in
+    the way on disk (a symlink, directory, FIFO, hard link to an input, the
+    manifest or its side file)."""
+
+    def __init__(self, m: Manifest):
+        self.m = m
+        self._key = _absolute_key()
+        self._inputs = {}  # absolute path -> what reads it
+        self._outputs = {}  # absolute path -> what writes it
+        for i, p in enumerate(m.common_inputs):
+            self._inputs.setdefault(self._key(p), f"the manifest's common.inputs[{i}]")
+
+    def check(self, job: Job, name: str) -> None:
+        """ManifestError, naming the record (name), if job breaks a rule;
+        else remember its files for the records to come."""
+        c = _Checker(name)
+        key = self._key
+        for i, p in enumerate(job.inputs):
+            other = self._outputs.get(key(p))
+            if other:
+                raise c.error(f"inputs[{i}]", f"input {_quoted(p)} is the output of {other}")
+        for i, p in enumerate(job.outputs):
+            k = key(p)
+            if k in self._outputs:
+                raise c.error(f"outputs[{i}]", f"output {_quoted(p)} is also the output "
+                              f"of {self._outputs[k]}")
+            if k in self._inputs:
+                raise c.error(f"outputs[{i}]", f"output {_quoted(p)} is also an input of "
+                              f"{self._inputs[k]}")
+        _check_outputs_on_disk(dataclasses.replace(self.m, jobs=[job]), c, lambda job: "")
+        for p in job.inputs:
+            self._inputs.setdefault(key(p), name)
+        for p in job.outputs:
+            self._outputs[key(p)] = name
