@@ -408,7 +408,7 @@ def main() -> int:
                 return usage_error(PROG, f"job {job.index} cannot be sent to distcc: {e}")
     if any(not h.local for h in hosts):
         if not shutil.which(args.distcc):
-            return usage_error(PROG, f"cannot find the distcc client '{args.distcc}' "
+            return usage_error(PROG, f"cannot find the distcc client --distcc '{args.distcc}' "
                   "(Debian: apt-get install distcc)")
     if args.dry_run:
         print(describe_hosts(hosts, hosts_from))

@@ -297,7 +297,7 @@ def main() -> int:
     try:
         backend, clang = find_tools(args, m)
         if not shutil.which(args.icecc):
-            raise ValueError(f"cannot find the icecream client '{args.icecc}' "
+            raise ValueError(f"cannot find the icecream client --icecc '{args.icecc}' "
                              "(Debian: apt-get install icecc)")
     except ValueError as e:
         return usage_error(PROG, str(e))

@@ -234,6 +234,7 @@ DISTRIBUTORS = (
                                     "h,cpp", "localhost/0", "h h", "@", "h/" + "9" * 5000),
                         ("", "h,down", "127.0.0.3/2", "localhost/1", "u@127.0.0.4/2", "h:3632/4,lzo",
                          "a # comment", "a\nb", "--randomize h")),
+                    Opt("--distcc", ("nonexistent",), ("{stubs}/distcc",)),
                     Opt("--farm-compiler", (), STRING_GOOD),
                     Opt("--retries", NONNEG_BAD, NONNEG_GOOD))),
     # --env: a ready environment (any file will do: the stub client never
