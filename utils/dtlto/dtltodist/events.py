@@ -123,6 +123,7 @@ class JobFeed:
         # or None; what is wrong).
         self.problems: list[tuple[int | None, str]] = []
         self._ids: set[int] = set()
+        self._streamed = manifest_mod.StreamedJobs(m)
 
     @classmethod
     def from_environment(cls, m: Manifest, environ=None) -> "JobFeed | None":
@@ -201,12 +202,17 @@ class JobFeed:
         data = {"common": {"linker_output": m.linker_output, "args": m.common_args,
                            "inputs": m.common_inputs},
                 "jobs": [fields]}
+        name = f"job record {job_id}"
         try:
-            parsed = manifest_mod.parse(data, f"job record {job_id}").jobs[0]
+            parsed = manifest_mod.parse(data, name).jobs[0]
+            job = dataclasses.replace(parsed, index=job_id)
+            # And by the rules across jobs and on disk that load() applies
+            # to a whole manifest.
+            self._streamed.check(job, name)
         except ManifestError as e:
             self.problems.append((job_id, str(e)))
             return None
         size = record.get("input_bytes")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             size = None
-        return dataclasses.replace(parsed, index=job_id, input_bytes=size)
+        return dataclasses.replace(job, input_bytes=size)
