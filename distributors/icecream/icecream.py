@@ -248,8 +248,7 @@ def main() -> int:
             for line in bundle.describe(m, job, engine.plan(job)):
                 print("  " + line)
         return EXIT_OK
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     # The manifest's clang, when it runs the jobs, at its own path.
     aliases = [] if bundle.is_backend(m.compiler) else [os.path.abspath(m.compiler)]
     cache = args.env_cache or os.path.join(

@@ -5,6 +5,8 @@ Successful jobs' own output (compiler warnings) is passed through when the
 job ends, so lines of parallel jobs never interleave.
 """
 
+import json
+import os
 import shlex
 import sys
 import time
@@ -35,8 +37,13 @@ def size_text(nbytes: int) -> str:
 
 class Reporter:
     def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
-                 stream=None, placement=None):
+                 stream=None, placement=None, timings=None):
         self.prog = prog
+        # --timings FILE: when each job started and ended (the first start,
+        # the last end, over retries), written at the summary. What the farm
+        # model (bench/farm.py) replays.
+        self.timings_path = timings
+        self.times: dict[int, list] = {}
         # placement() -> what the summary says after "N jobs on", in place of
         # the slots: a remote engine's hosts, retries and bytes moved.
         self.placement = placement
@@ -80,11 +87,45 @@ class Reporter:
         self.done = 0
         self.start = time.monotonic()
 
+    @classmethod
+    def for_args(cls, prog: str, args, **kwargs) -> "Reporter":
+        """A reporter with the common options' settings (cli.py)."""
+        return cls(prog, quiet=args.quiet, progress=args.progress,
+                   verbose=args.verbose, timings=getattr(args, "timings", None),
+                   **kwargs)
+
     def started(self, job, argv) -> None:
+        if self.timings_path:
+            self.times.setdefault(job.index, [self.elapsed(), None, ""])
         self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
+
+    def _ended(self, result) -> None:
+        if self.timings_path:
+            entry = self.times.setdefault(result.job.index, [None, None, ""])
+            entry[1] = self.elapsed()
+            entry[2] = getattr(result, "where", "") or ""
+
+    def write_timings(self) -> None:
+        """The --timings file: {"jobs": [{"index", "start", "end", "where"}]},
+        seconds since the run began, in job order. Written whole, or not at
+        all: a half-written file must not pass for a measurement."""
+        if not self.timings_path:
+            return
+        jobs = [{"index": i, "start": t[0], "end": t[1], "where": t[2]}
+                for i, t in sorted(self.times.items())]
+        data = json.dumps({"tool": self.prog, "wall": self.elapsed(), "jobs": jobs})
+        tmp = f"{self.timings_path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w") as f:
+                f.write(data + "\n")
+            os.replace(tmp, self.timings_path)
+        except OSError as e:
+            self.note(f"warning: cannot write the timings file "
+                      f"{self.timings_path}: {e.strerror}")
 
     def finished(self, result) -> None:
         """A job succeeded: pass its output on, then show progress."""
+        self._ended(result)
         self.done += 1
         if result.stdout:
             self._clear_line()
@@ -108,6 +149,7 @@ class Reporter:
 
     def failed(self, result, argv) -> None:
         """Everything needed to understand a failure without rerunning it."""
+        self._ended(result)
         job = result.job
         self.error(f"job {job.index} ({job.module} -> {job.object}) {result.describe()}")
         self.note(f"command: {shlex.join(argv)}")
@@ -119,6 +161,7 @@ class Reporter:
             self.stream.flush()
 
     def summary(self, slots: str, failed: int) -> None:
+        self.write_timings()
         self._clear_line()
         if not self.quiet:
             where = self.placement() if self.placement else slots
