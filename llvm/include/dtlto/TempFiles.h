@@ -76,10 +76,10 @@ std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
 bool isSafeModulePath(llvm::StringRef Path);
 
 /// A set of temporary files that must not outlive the link: they are removed
-/// when the set is destroyed, and by LLVM's signal handler if the linker is
-/// interrupted (SIGINT, SIGTERM, ...). With Keep (--save-temps) nothing is
-/// ever removed. Thread-safe: shards and objects are added from the backend's
-/// thread pool.
+/// when the set is destroyed, and by the signal handler if the linker is
+/// interrupted (SIGINT, SIGTERM, ...; Signals.h). With Keep (--save-temps)
+/// nothing is ever removed. Thread-safe: shards and objects are added from the
+/// backend's thread pool.
 class TempFileSet {
 public:
   explicit TempFileSet(bool Keep) : Keep(Keep) {}
@@ -109,10 +109,10 @@ private:
 std::vector<std::string>
 strayCompilerFiles(llvm::ArrayRef<std::string> ObjectPaths);
 
-/// Removes files registered with the signal handler and unregisters them; a
-/// no-op for Keep. Used by input preparation, which keeps no TempFileSet.
+/// Removes files registered with the signal handler (Signals.h) and
+/// unregisters them; a no-op for Keep. Used by input preparation, which
+/// keeps no TempFileSet.
 void removeTempFiles(llvm::ArrayRef<std::string> Paths, bool Keep);
-void registerTempFile(llvm::StringRef Path, bool Keep);
 
 } // namespace dtlto
 
