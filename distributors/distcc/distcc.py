@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Run the DTLTO backend jobs of a manifest on an existing distcc farm."""
 
-import errno
 import os
 import re
 import shlex
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
-from dtltodist import bundle, cli, paths, transfer  # noqa: E402
+from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
 from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
 from dtltodist.runner import JobResult, Runner  # noqa: E402
@@ -42,6 +41,19 @@ remote compiler the objects are byte-identical to in-process ThinLTO;
 with clang the bundle runs that clang on the host, at the path the
 manifest names.
 
+With --self-contained, for farms whose hosts have plain clang but no
+dtlto-backend, each job's import step runs here (the manifest's clang,
+-O0 -emit-llvm -save-temps=obj keeps the imported module) and a host
+compiles that module alone:
+  distcc clang-22 <common args> --language=ir -c <module>.i -o <object>
+(--farm-compiler names the clang in the hosts' whitelist; default: the
+manifest's clang's name, clang-N for Debian's /usr/lib/llvm-N/bin/clang).
+That is clang's per-module pipeline, not ThinLTO's backend: the program
+is correct, and objects may differ from in-process ThinLTO's. A link that
+needs what only the backend reading the index shard does (CFI,
+whole-program devirtualization, memprof) or files besides the modules (a
+sample profile) is refused, saying why, and its jobs run here.
+
 distcc's own local fallback is off (DISTCC_FALLBACK=0): a host that
 cannot be reached, refuses the job or sends back an empty or damaged
 object gets no more jobs in this link, and the job runs again on another
@@ -61,6 +73,7 @@ DISTCC_FAILURES = range(100, 128)
 
 SPEC = re.compile(r"^(?P<user>[^@/\s]*@)?(?P<host>\[[^\]]+\]|[^:/,@\s]+)"
                   r"(?P<rest>[^,]*)(?P<options>,.*)?$")
+OPTIONS = re.compile(r"lzo|cpp|down|auth(=[^,]+)?")  # distcc's own (src/hosts.c)
 
 
 @dataclass
@@ -71,62 +84,104 @@ class Host:
     local: bool
 
 
-def parse_host(spec: str) -> Host:
+def parse_host(spec: str) -> Host | None:
+    """One DISTCC_HOSTS word as distcc reads it; None for a host marked
+    ',down' (distcc does not use it). ValueError saying what is wrong."""
+    def bad(why="expected HOST[:PORT][/LIMIT][,OPTIONS]"):
+        return ValueError(f"bad distcc host '{spec}': {why}")
+    # Only the bare word, or with a LIMIT, means "here" to distcc:
+    # localhost:3632 is a distccd on this machine.
+    if spec == "localhost" or spec.startswith("localhost/"):
+        limit = re.match(r"localhost(?:/(\d*))?", spec)[1]
+        if limit is not None and (not limit or int(limit) < 1):
+            raise bad("LIMIT must be a positive number")
+        return Host("localhost", spec, int(limit) if limit else LOCAL_SLOTS, True)
     found = SPEC.match(spec)
     if not found:
-        raise ValueError(f"bad distcc host '{spec}': expected HOST[:PORT][/LIMIT][,OPTIONS]")
-    rest = found["rest"]
-    limit = re.search(r"/(\d*)", rest)
-    if limit and (not limit[1] or int(limit[1]) < 1):
-        raise ValueError(f"bad distcc host '{spec}': LIMIT must be a positive number")
-    if re.fullmatch(r"(:\d+)?(/\d+)?|(/\d+)?(:\d+)?", rest) is None and not found["user"]:
-        raise ValueError(f"bad distcc host '{spec}': expected HOST[:PORT][/LIMIT][,OPTIONS]")
-    local = found["host"] == "localhost" and not found["user"]
-    slots = int(limit[1]) if limit else (LOCAL_SLOTS if local else DEFAULT_SLOTS)
-    name = (found["user"] or "") + found["host"] + re.sub(r"/\d+", "", rest)
-    return Host(name, spec, slots, local)
+        raise bad()
+    if found["user"] is not None:  # distcc over ssh: [USER]@HOST[/LIMIT][:COMMAND]
+        parts = re.fullmatch(r"(?:/(\d*))?(?::(\S+))?", found["rest"])
+        if not parts:
+            raise bad("expected [USER]@HOST[/LIMIT][:COMMAND][,OPTIONS]")
+        limit, tail = parts[1], f":{parts[2]}" if parts[2] else ""
+    else:  # HOST[/LIMIT][:PORT][/LIMIT]; the last LIMIT counts, as in distcc
+        parts = re.fullmatch(r"(?:/(\d*))?(?::(\d+))?(?:/(\d*))?", found["rest"])
+        if not parts:
+            raise bad()
+        limit, tail = parts[3] if parts[3] is not None else parts[1], \
+            f":{parts[2]}" if parts[2] else ""
+    if limit is not None and (not limit or int(limit) < 1):
+        raise bad("LIMIT must be a positive number")
+    options = found["options"][1:].split(",") if found["options"] else []
+    for option in options:
+        if not OPTIONS.fullmatch(option):
+            raise bad(f"unknown option ',{option}' (distcc knows lzo, cpp, down, auth)")
+    if "cpp" in options and "lzo" not in options:
+        raise bad("pump mode (,cpp) needs ,lzo")
+    if "down" in options:
+        return None
+    slots = int(limit) if limit else DEFAULT_SLOTS
+    name = (found["user"] or "") + found["host"] + tail
+    # Pump mode sends a source's headers; a bundle has none, and without
+    # distcc's include server the job would fail: plain mode for it.
+    kept = "".join("," + o for o in options if o != "cpp")
+    return Host(name, spec.split(",", 1)[0] + kept, slots, False)
 
 
 def parse_hosts(text: str, where: str) -> list[Host]:
-    hosts = []
+    hosts, down = [], 0
     for line in text.splitlines():
         for word in line.split("#", 1)[0].split():
-            if word == "--randomize" or word.startswith(("--localslots=", "--localslots_cpp=")):
+            if word == "--randomize" or word.startswith("--localslots"):
                 continue  # we spread jobs ourselves; local compiles are localhost's slots
             if word.startswith("+zeroconf"):
                 raise ValueError(f"{where}: +zeroconf is not supported: list the hosts")
             if word.startswith("-"):
                 raise ValueError(f"{where}: unknown distcc host option '{word}'")
             try:
-                hosts.append(parse_host(word))
+                host = parse_host(word)
             except ValueError as e:
                 raise ValueError(f"{where}: {e}") from None
+            if host:
+                hosts.append(host)
+            else:
+                down += 1
     names = [h.name for h in hosts]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise ValueError(f"{where}: host {dup} is listed twice (give it a larger /LIMIT)")
     if not hosts:
-        raise ValueError(f"{where}: lists no hosts")
+        raise ValueError(f"{where}: lists no hosts" +
+                         (f" but {plural(down, 'host')} marked ,down" if down else ""))
     return hosts
 
 
-def read_hosts(args) -> list[Host]:
-    """The host list, from the first place distcc itself would look."""
+def read_hosts(args) -> tuple[list[Host], str]:
+    """The host list, from the first place distcc itself would look, and
+    that place."""
     if args.hosts:
-        return parse_hosts(" ".join(args.hosts), "--hosts")
+        return parse_hosts(" ".join(args.hosts), "--hosts"), "--hosts"
     if os.environ.get("DISTCC_HOSTS", "").strip():
-        return parse_hosts(os.environ["DISTCC_HOSTS"], "$DISTCC_HOSTS")
+        return parse_hosts(os.environ["DISTCC_HOSTS"], "$DISTCC_HOSTS"), "$DISTCC_HOSTS"
     distcc_dir = os.environ.get("DISTCC_DIR") or os.path.expanduser("~/.distcc")
     for path in (os.path.join(distcc_dir, "hosts"), "/etc/distcc/hosts"):
         try:
             with open(path, encoding="utf-8") as f:
-                return parse_hosts(f.read(), path)
+                return parse_hosts(f.read(), path), path
         except FileNotFoundError:
             continue
+        except UnicodeDecodeError:
+            raise ValueError(f"cannot read {path}: it is not UTF-8 text") from None
         except OSError as e:
             raise ValueError(f"cannot read {path}: {e.strerror}") from None
     raise ValueError("no distcc hosts: give --hosts, or set DISTCC_HOSTS, or list them "
                      "in ~/.distcc/hosts or /etc/distcc/hosts")
+
+
+def describe_hosts(hosts: list[Host], where: str) -> str:
+    """'hosts (from --hosts): a (4 slots), localhost (2 slots, here)'."""
+    return f"hosts (from {where}): " + ", ".join(
+        f"{h.name} ({plural(h.slots, 'slot')}{', here' if h.local else ''})" for h in hosts)
 
 
 def parse_args():
@@ -137,9 +192,15 @@ def parse_args():
                         "$DISTCC_HOSTS and the hosts files)")
     g.add_argument("--distcc", default="distcc", metavar="PATH",
                    help="the distcc client (default: distcc in PATH)")
-    g.add_argument("--farm-compiler", default="dtlto-backend", metavar="NAME",
-                   help="the name distccd runs bundles with: in the hosts' distcc "
-                        "whitelist and distccd's PATH (default dtlto-backend)")
+    g.add_argument("--farm-compiler", metavar="NAME",
+                   help="the name distccd runs jobs with: in the hosts' distcc "
+                        "whitelist and distccd's PATH (default dtlto-backend; with "
+                        "--self-contained the manifest's clang's name)")
+    g.add_argument("--self-contained", action="store_true",
+                   help="for hosts with plain clang and no dtlto-backend: the import "
+                        "step here, one module per job to the farm (objects may differ "
+                        "from in-process ThinLTO's; links that need the index shard "
+                        "run here)")
     g.add_argument("--retries", type=int, default=2, metavar="N",
                    help="run a job its host lost or spoiled again up to N times "
                         "(default 2)")
@@ -158,7 +219,13 @@ class Distcc:
         self.tried: dict[int, set] = {}  # job -> hosts it was lost on
         self.lost: set[int] = set()
         self.plans: dict[int, transfer.Plan] = {}
-        self.bundles: dict[int, str] = {}  # job -> its bundle, once written
+        self.bundles: dict[int, str] = {}  # job -> the file sent (bundle or module), counted
+
+    def farm_compiler(self) -> str:
+        if self.args.farm_compiler:
+            return self.args.farm_compiler
+        return farm_clang_name(self.m.compiler) if self.args.self_contained \
+            else "dtlto-backend"
 
     def plan(self, job) -> transfer.Plan:
         if job.index not in self.plans:
@@ -175,8 +242,16 @@ class Distcc:
         return os.path.join(self.work, f"job{job.index}.{len(self.tried.get(job.index, ()))}.o")
 
     def distcc_argv(self, job, host: Host, obj: str) -> list[str]:
-        return ["env", f"DISTCC_HOSTS={host.spec}", self.args.distcc, self.args.farm_compiler,
-                "-c", self.bundle_path(job), "-o", obj]
+        """The job's attempt on host: a bundle, or with --self-contained the
+        import step here and then the imported module (see selfcontained)."""
+        distcc = ["env", f"DISTCC_HOSTS={host.spec}", self.args.distcc, self.farm_compiler()]
+        if not self.args.self_contained:
+            return distcc + ["-c", self.bundle_path(job), "-o", obj]
+        src = self.bundle_path(job)  # the imported module, also an X.i
+        then = distcc + selfcontained.farm_args(self.m, job, src, obj)
+        step = selfcontained.import_step(self.m, job, os.path.join(
+            self.work, f"job{job.index}.imp.bc"))
+        return selfcontained.step_command(sys.executable, src, step, then)
 
     def command(self, job) -> list[str]:
         host = self.pool.take(self.tried.get(job.index, ()))
@@ -185,8 +260,13 @@ class Distcc:
             return job.command
         return self.distcc_argv(job, host, self.object_path(job))
 
+    def shown(self, job, argv: list[str]) -> list[str]:
+        return selfcontained.shown(argv)
+
     def stdin(self, job) -> None:
         """Writes the job's bundle before its first remote attempt."""
+        if self.args.self_contained:
+            return None
         if not self.on[job.index].local and job.index not in self.bundles:
             path = self.bundle_path(job)
             self.tally.sent += bundle.write(self.m, job, self.plan(job), path)
@@ -210,6 +290,10 @@ class Distcc:
                 self.tally.where[host.name] += 1
             return
         obj = self.object_path(job)
+        if result.returncode and self.args.self_contained and \
+                selfcontained.failed_here(result.stderr):
+            result.where = "this machine (the import step)"
+            return  # the compiler's own error, here: never retried
         if result.returncode in DISTCC_FAILURES:
             self.lose(result, host, f"was lost (distcc exit code {result.returncode}: "
                                     f"{distcc_error(result.stderr)})")
@@ -222,8 +306,11 @@ class Distcc:
             return
         self.tally.received += os.path.getsize(obj)
         self.tally.where[host.name] += 1
+        if self.args.self_contained and job.index not in self.bundles:
+            self.bundles[job.index] = self.bundle_path(job)
+            self.tally.sent += os.path.getsize(self.bundle_path(job))
         try:
-            place(obj, job.object)
+            bundle.place(obj, job.object)
         except OSError as e:
             result.returncode, result.problem = None, f"cannot write {job.object}: {e.strerror}"
 
@@ -249,7 +336,8 @@ class Distcc:
         os.environ.pop("DISTCC_VERBOSE", None)
         try:
             return Runner(self.rep, self.pool, command=self.command, retry=self.retry,
-                          stdin=self.stdin, collect=self.collect).run(self.m.jobs)
+                          stdin=self.stdin, collect=self.collect,
+                          shown=self.shown).run(self.m.jobs)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -262,11 +350,20 @@ class Distcc:
             if host.local:
                 print(shlex.join(job.command))
                 continue
-            print(shlex.join(self.distcc_argv(job, host, os.path.join(
-                self.work, f"job{job.index}.0.o"))))
-            for line in bundle.describe(self.m, job, self.plan(job)):
-                print("  " + line)
+            argv = self.distcc_argv(job, host, os.path.join(self.work, f"job{job.index}.0.o"))
+            print(shlex.join(self.shown(job, argv)))
+            if not self.args.self_contained:
+                for line in bundle.describe(self.m, job, self.plan(job)):
+                    print("  " + line)
         return EXIT_OK
+
+
+def farm_clang_name(compiler: str) -> str:
+    """The name the hosts know the manifest's clang by: distccd runs only
+    names in its whitelist, not paths. Debian's /usr/lib/llvm-N/bin/clang
+    is clang-N there (/usr/bin/clang may be another version)."""
+    found = re.fullmatch(r"/usr/lib/llvm-(\d+)/bin/(clang(?:\+\+)?)", os.path.normpath(compiler))
+    return f"{found[2]}-{found[1]}" if found else os.path.basename(compiler)
 
 
 def distcc_error(stderr: bytes) -> str:
@@ -279,34 +376,27 @@ def distcc_error(stderr: bytes) -> str:
     return next((line.strip() for line in reversed(lines) if line.strip()), "no message")
 
 
-def place(src: str, dst: str) -> None:
-    """Move the checked object into place, atomically."""
-    try:
-        os.replace(src, dst)
-    except OSError as e:
-        if e.errno != errno.EXDEV:
-            raise
-        tmp = os.path.join(os.path.dirname(os.path.abspath(dst)), f".dtlto-{os.getpid()}.o")
-        try:
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-
-
 def main() -> int:
     args = parse_args()
     try:
         if args.retries < 0:
             raise ValueError("--retries must not be negative")
-        hosts = read_hosts(args)
+        hosts, hosts_from = read_hosts(args)
     except ValueError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     m = cli.load_or_exit(PROG, args.manifest)
     engine = Distcc(args, m, hosts)
-    if any(not h.local for h in hosts):
+    refused = ""
+    if args.self_contained:
+        problem = selfcontained.usage_error(m)
+        if problem:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        refused = selfcontained.refusal(m)
+    if refused:
+        return selfcontained.run_here(PROG, args, m, refused)
+    if any(not h.local for h in hosts) and not args.self_contained:
         for job in m.jobs:
             try:
                 engine.plan(job)
@@ -314,15 +404,16 @@ def main() -> int:
                 print(f"{PROG}: error: job {job.index} cannot be sent to distcc: {e}",
                       file=sys.stderr)
                 return EXIT_USAGE
+    if any(not h.local for h in hosts):
         if not shutil.which(args.distcc):
             print(f"{PROG}: error: cannot find the distcc client '{args.distcc}' "
                   "(Debian: apt-get install distcc)", file=sys.stderr)
             return EXIT_USAGE
     if args.dry_run:
+        print(describe_hosts(hosts, hosts_from))
         return engine.dry_run()
     engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
-    engine.rep.verbose_note(f"{plural(len(hosts), 'host')}, "
-                            f"{plural(engine.pool.limit, 'slot')}")
+    engine.rep.verbose_note(describe_hosts(hosts, hosts_from))
     return engine.run()
 
 

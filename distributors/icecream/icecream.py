@@ -4,6 +4,7 @@
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
-from dtltodist import bundle, cli, paths, transfer  # noqa: E402
+from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
 from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter  # noqa: E402
 from dtltodist.runner import JobResult, Runner, Slots  # noqa: E402
 
@@ -25,6 +26,9 @@ PROG = "icecream.py"
 # for its default target; a gcc-like name asks nothing. So ours is "gcc":
 # icecc-create-env's compiler-wrapper argument puts dtlto-backend there.
 FARM_NAME = "dtlto-backend-gcc"
+# What icecc says when it gives up on the remote host and compiles the job
+# here itself (client/main.cpp: a client_error or a remote_error).
+ICECC_FELL_BACK = re.compile(rb"got exception |local build forced by remote exception")
 
 EPILOG = """\
 Each job is one icecream compile of one file: the job as a bundle
@@ -42,9 +46,22 @@ environment at the path the manifest names. Nothing of ours is installed
 on the farm.
 
 icecream decides where each job runs, and runs it here when the farm
-cannot (with the dtlto-backend given by --backend). A job whose object
-comes back empty or damaged runs again (--retries); a compiler error is
-never retried.
+cannot (with the dtlto-backend given by --backend), e.g. when it loses the
+host. A job whose object comes back empty or damaged runs again
+(--retries), the last time here (ICECC=no); a compiler error is never
+retried. The summary says how many jobs ran on the farm and how many here.
+
+With --self-contained, for a farm that should get plain clang only, each
+job's import step runs here (the manifest's clang, -O0 -emit-llvm
+-save-temps=obj keeps the imported module) and the farm compiles that
+module alone, in an environment of plain clang (icecc-create-env --clang,
+no dtlto-backend):
+  icecc <clang> <common args> --language=ir -c <module>.i -o <object>
+That is clang's per-module pipeline, not ThinLTO's backend: the program
+is correct, and objects may differ from in-process ThinLTO's. A link that
+needs what only the backend reading the index shard does (CFI,
+whole-program devirtualization, memprof) or files besides the modules (a
+sample profile) is refused, saying why, and its jobs run here.
 
 Use it from the linker:
   ld.lld --thinlto-distributor=icecream.py \\
@@ -72,25 +89,25 @@ def parse_args():
     g.add_argument("--env-cache", metavar="DIR",
                    help="where built environments are kept (default "
                         "$XDG_CACHE_HOME/dtlto/icecream, or ~/.cache/dtlto/icecream)")
+    g.add_argument("--self-contained", action="store_true",
+                   help="the import step here, one module per job to the farm in an "
+                        "environment of plain clang (objects may differ from in-process "
+                        "ThinLTO's; links that need the index shard run here)")
     g.add_argument("--retries", type=int, default=2, metavar="N",
-                   help="run a job whose object came back spoiled again up to N times "
-                        "(default 2)")
+                   help="run a job whose object came back spoiled again up to N times, "
+                        "the last time here (default 2)")
     return parser.parse_args()
 
 
-def find_tools(args, m) -> tuple[str, str]:
-    """(dtlto-backend, clang) here, as absolute paths; ValueError naming
-    what is missing."""
-    backend = args.backend or (m.compiler if bundle.is_backend(m.compiler)
-                               else shutil.which("dtlto-backend"))
-    if not backend or not os.access(backend, os.X_OK):
-        raise ValueError("cannot find dtlto-backend, which runs the bundles on the farm: "
-                         "give --backend PATH")
+def find_tools(args, m) -> tuple[str | None, str]:
+    """(dtlto-backend, clang) here, as absolute paths (no dtlto-backend
+    with --self-contained); ValueError naming what is missing."""
+    backend = None if args.self_contained else bundle.farm_backend(m, args.backend)
     clang = args.clang or (m.compiler if not bundle.is_backend(m.compiler)
                            else shutil.which("clang-22") or shutil.which("clang"))
     if not clang or not os.access(clang, os.X_OK):
         raise ValueError("cannot find the clang to put into the environment: give --clang PATH")
-    return os.path.abspath(backend), os.path.abspath(clang)
+    return backend, os.path.abspath(clang)
 
 
 def env_key(files: list[str]) -> str:
@@ -104,12 +121,17 @@ def env_key(files: list[str]) -> str:
     return h.hexdigest()[:16]
 
 
-def build_env(rep: Reporter, cache: str, backend: str, clang: str, aliases: list[str]) -> str:
+def build_env(rep: Reporter, cache: str, backend: str | None, clang: str,
+              aliases: list[str]) -> str:
     """The environment tarball for these tools, built unless cached. The
     clang is its /usr/bin/clang, and is found at each of aliases too (the
-    manifest's path for it, which the bundles run)."""
-    key = env_key([backend, clang] + aliases)
-    final = os.path.join(cache, f"dtlto-{key}.tar")
+    manifest's path for it, which the bundles run); without backend, an
+    environment of plain clang (--self-contained)."""
+    if backend:
+        key = env_key([backend, clang] + aliases)
+        final = os.path.join(cache, f"dtlto-{key}.tar")
+    else:
+        final = os.path.join(cache, f"dtlto-clang-{env_key([clang] + aliases)}.tar")
     if os.path.exists(final):
         rep.note(f"icecream environment: {final} (cached)")
         return final
@@ -119,7 +141,8 @@ def build_env(rep: Reporter, cache: str, backend: str, clang: str, aliases: list
         # The second argument of --clang is the wrapper that becomes the
         # environment's /usr/bin/gcc (and g++): dtlto-backend, with the
         # libraries it loads.
-        argv = ["icecc-create-env", "--clang", clang, backend, "--compression", "none"]
+        argv = ["icecc-create-env", "--clang", clang] + ([backend] if backend else []) + \
+            ["--compression", "none"]
         done = subprocess.run(argv, cwd=work, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True)
         made = [f for f in os.listdir(work) if f.endswith(".tar")]
@@ -154,6 +177,8 @@ class Icecream:
         self.plans: dict[int, transfer.Plan] = {}
         self.attempts: dict[int, int] = {}
         self.spoiled: set[int] = set()
+        self.local: set[int] = set()  # jobs whose last try runs here
+        self.sent: set[int] = set()  # --self-contained: jobs whose module was counted
 
     def plan(self, job) -> transfer.Plan:
         if job.index not in self.plans:
@@ -168,9 +193,33 @@ class Icecream:
 
     def command(self, job) -> list[str]:
         src, obj = self.paths(job)
-        return [self.args.icecc, FARM_NAME, "-c", src, "-o", obj]
+        if self.args.self_contained:
+            return self.self_contained_command(job, src, obj)
+        argv = [self.args.icecc, FARM_NAME, "-c", src, "-o", obj]
+        # The last try of a job the farm spoiled runs here (ICECC=no: through
+        # the local iceccd, which logs it), as icecream itself does when it
+        # loses a host.
+        tries = self.attempts.get(job.index, 0)
+        if tries and tries == self.args.retries:
+            self.local.add(job.index)
+            return ["env", "ICECC=no"] + argv
+        return argv
+
+    def self_contained_command(self, job, src: str, obj: str) -> list[str]:
+        """The import step here, then icecc on the imported module (src);
+        the last try of a job the farm spoiled is the job itself, here."""
+        tries = self.attempts.get(job.index, 0)
+        if tries and tries == self.args.retries:
+            self.local.add(job.index)
+            return job.command
+        then = [self.args.icecc, self.m.compiler] + selfcontained.farm_args(self.m, job, src, obj)
+        step = selfcontained.import_step(self.m, job, os.path.join(
+            self.work, f"job{job.index}.imp.bc"))
+        return selfcontained.step_command(sys.executable, src, step, then)
 
     def stdin(self, job) -> None:
+        if self.args.self_contained:
+            return None
         src, _ = self.paths(job)
         if not os.path.exists(src):
             self.tally.sent += bundle.write(self.m, job, self.plan(job), src)
@@ -188,8 +237,15 @@ class Icecream:
             result.returncode, result.problem = None, f"came back with an object that {problem}"
             self.spoiled.add(job.index)
             return
+        if job.index in self.local and self.args.self_contained:
+            self.tally.where["here"] += 1  # the job itself wrote its object
+            return
         self.tally.received += os.path.getsize(obj)
-        self.tally.where["icecream"] += 1
+        here = result.job.index in self.local or ICECC_FELL_BACK.search(result.stderr)
+        self.tally.where["here" if here else "farm"] += 1
+        if self.args.self_contained and job.index not in self.sent:
+            self.sent.add(job.index)
+            self.tally.sent += os.path.getsize(self.paths(job)[0])
         try:
             os.replace(obj, job.object)
         except OSError as e:
@@ -199,23 +255,31 @@ class Icecream:
         if job.index not in self.spoiled or result.attempt > self.args.retries:
             return False
         self.tally.retries += 1
-        self.rep.note(f"job {job.index} ({job.module}) {result.describe()}; running it again "
+        where = "here" if result.attempt == self.args.retries else "again"
+        self.rep.note(f"job {job.index} ({job.module}) {result.describe()}; running it {where} "
                       f"({result.attempt + 1} of {self.args.retries + 1})")
         return True
+
+    def placement(self) -> str:
+        """'icecream (3 on the farm, 1 here), 1 retry, 52.0 KiB moved'."""
+        done = [f"{self.tally.where[k]} {what}" for k, what in
+                (("farm", "on the farm"), ("here", "here")) if self.tally.where[k]]
+        return self.tally.describe(f"icecream ({', '.join(done) or 'none done'})")
 
     def run(self, env_tarball: str) -> int:
         self.work = tempfile.mkdtemp(prefix=".dtlto-icecream-",
                                      dir=os.path.dirname(os.path.abspath(self.m.path)))
-        # icecc runs dtlto-backend here when the farm cannot: the one given.
-        bindir = os.path.join(self.work, "bin")
-        os.mkdir(bindir)
-        os.symlink(self.backend, os.path.join(bindir, FARM_NAME))
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        if self.backend:
+            # icecc runs dtlto-backend here when the farm cannot: the one given.
+            bindir = os.path.join(self.work, "bin")
+            os.mkdir(bindir)
+            os.symlink(self.backend, os.path.join(bindir, FARM_NAME))
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
         os.environ["ICECC_VERSION"] = env_tarball
         try:
             return Runner(self.rep, Slots(self.args.jobs), command=self.command,
-                          retry=self.retry, stdin=self.stdin,
-                          collect=self.collect).run(self.m.jobs)
+                          retry=self.retry, stdin=self.stdin, collect=self.collect,
+                          shown=lambda job, argv: selfcontained.shown(argv)).run(self.m.jobs)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -226,6 +290,14 @@ def main() -> int:
         print(f"{PROG}: error: --retries must not be negative", file=sys.stderr)
         return EXIT_USAGE
     m = cli.load_or_exit(PROG, args.manifest)
+    if args.self_contained:
+        problem = selfcontained.usage_error(m)
+        if problem:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        refused = selfcontained.refusal(m)
+        if refused:
+            return selfcontained.run_here(PROG, args, m, refused)
     try:
         backend, clang = find_tools(args, m)
         if not shutil.which(args.icecc):
@@ -235,28 +307,36 @@ def main() -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     engine = Icecream(args, m, backend)
-    for job in m.jobs:
+    for job in m.jobs if not args.self_contained else ():
         try:
             engine.plan(job)
         except (paths.UnsafePathError, ValueError) as e:
             print(f"{PROG}: error: job {job.index} cannot be sent to icecream: {e}",
                   file=sys.stderr)
             return EXIT_USAGE
+    if args.env and not os.path.isfile(args.env):
+        print(f"{PROG}: error: --env {args.env} is not a file", file=sys.stderr)
+        return EXIT_USAGE
     if args.dry_run:
+        engine.work = os.path.join(os.path.dirname(os.path.abspath(m.path)),
+                                   ".dtlto-icecream-XXXXXX")
         for job in m.jobs:
-            print(shlex.join(engine.command(job)))
-            for line in bundle.describe(m, job, engine.plan(job)):
-                print("  " + line)
+            print(shlex.join(selfcontained.shown(engine.command(job))))
+            if not args.self_contained:
+                for line in bundle.describe(m, job, engine.plan(job)):
+                    print("  " + line)
         return EXIT_OK
-    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
-    # The manifest's clang, when it runs the jobs, at its own path.
-    aliases = [] if bundle.is_backend(m.compiler) else [os.path.abspath(m.compiler)]
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.placement)
+    # The manifest's clang, when the bundles run it, at its own path.
+    aliases = [] if bundle.is_backend(m.compiler) or args.self_contained else \
+        [os.path.abspath(m.compiler)]
     cache = args.env_cache or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dtlto", "icecream")
     try:
         tarball = args.env or build_env(engine.rep, cache, backend, clang, aliases)
     except OSError as e:
-        engine.rep.error(f"cannot build the icecream environment in {cache}: {e}")
+        why = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else e.strerror or e
+        engine.rep.error(f"cannot build the icecream environment in {cache}: {why}")
         return 1
     return engine.run(tarball)
 

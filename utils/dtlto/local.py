@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 from dtltodist import cli, jobserver, workers  # noqa: E402
 from dtltodist.report import Reporter  # noqa: E402
-from dtltodist.runner import Slots  # noqa: E402
+from dtltodist.runner import Slots, local_cpus  # noqa: E402
 
 PROG = "local.py"
 
@@ -31,11 +31,7 @@ usable jobserver it runs --jobs jobs at a time.
 
 
 def default_jobs() -> int:
-    # The CPUs we may run on, not all the machine has (taskset, cgroups).
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return local_cpus()
 
 
 def main() -> int:

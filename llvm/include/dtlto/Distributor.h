@@ -11,6 +11,8 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include <functional>
+#include <memory>
 #include <string>
 
 namespace dtlto {
@@ -40,13 +42,50 @@ std::string distributorName(llvm::StringRef Program,
 std::string distributorShortName(llvm::StringRef Program,
                                  llvm::ArrayRef<std::string> Args);
 
-/// Runs the distributor in a process group of its own and waits for it, at
-/// most TimeoutSeconds (0: no limit), after which the whole group is stopped.
-/// An error says how it failed.
-llvm::Error runDistributor(llvm::StringRef Program,
-                           llvm::ArrayRef<std::string> Args,
-                           llvm::StringRef ManifestPath,
-                           unsigned TimeoutSeconds);
+/// Whether the distributor speaks the streaming protocol (docs/manifest.md,
+/// "Streaming"): the program, or the script an interpreter runs, has the
+/// line "dtlto-stream-protocol: 1" in its first 4 KiB.
+bool speaksStreamProtocol(llvm::StringRef Program,
+                          llvm::ArrayRef<std::string> Args);
+
+/// A running distributor: `<program> <args...> <manifest>` in a process
+/// group of its own, with the event channel (DTLTO_EVENTS_FD) and, when
+/// streaming, the job channel (DTLTO_JOBS_FD) open. Event lines are handed
+/// to OnEvent on a thread of the process's own, in the order written; OnExit
+/// is called on another when the distributor has exited. Sending never
+/// blocks the caller. Destroying it stops what is left of the process group
+/// and joins its threads.
+class DistributorProcess {
+public:
+  using EventFn = std::function<void(llvm::StringRef Line)>;
+  using ExitFn = std::function<void()>;
+
+  static llvm::Expected<std::unique_ptr<DistributorProcess>>
+  start(llvm::StringRef Program, llvm::ArrayRef<std::string> Args,
+        llvm::StringRef ManifestPath, bool Streaming, EventFn OnEvent,
+        ExitFn OnExit);
+  ~DistributorProcess();
+
+  /// Streaming: one line on the job channel (the newline is added). The
+  /// channel stays open until the distributor exits: cancels may follow
+  /// the end of the jobs.
+  void send(std::string Line);
+
+  bool exited() const;
+  /// Once exited(): success for exit status 0, else what went wrong.
+  llvm::Error exitStatus();
+  /// Asks the process group to stop (SIGTERM), waits a few seconds for the
+  /// distributor to exit, then kills what is left (SIGKILL).
+  void stop();
+
+  DistributorProcess(const DistributorProcess &) = delete;
+  DistributorProcess &operator=(const DistributorProcess &) = delete;
+
+private:
+  struct Impl;
+  explicit DistributorProcess(std::unique_ptr<Impl> I);
+  std::unique_ptr<Impl> I;
+};
 
 } // namespace dtlto
 

@@ -13,6 +13,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/TargetParser/Triple.h"
 #include <string>
 #include <vector>
@@ -59,8 +60,8 @@ struct NativeBackendFiles {
 /// linker's LTO configuration says (clang flags; for dtlto-backend, Native's
 /// files), then the user's remote compiler arguments (last, so that they can
 /// override ours).
-CommonPart makeCommonPart(const llvm::lto::Config &Conf,
-                          const llvm::Triple &TT, llvm::StringRef LinkerOutput,
+CommonPart makeCommonPart(const llvm::lto::Config &Conf, const llvm::Triple &TT,
+                          llvm::StringRef LinkerOutput,
                           llvm::StringRef RemoteCompiler,
                           llvm::ArrayRef<std::string> PrependArgs,
                           llvm::ArrayRef<std::string> CompilerArgs,
@@ -74,8 +75,15 @@ llvm::Error writeManifest(llvm::StringRef Path, const CommonPart &Common,
 /// wrote it, the batch argument, and each job's input bytes in manifest
 /// order, for our distributors to schedule largest first. The manifest does
 /// not name it, so distributors written for LLVM never see it.
+/// Streaming: the manifest has no jobs, and the side file says the jobs come
+/// on the job channel.
 llvm::Error writeEngineInfo(llvm::StringRef Path, const CommonPart &Common,
-                            llvm::ArrayRef<const Job *> Jobs);
+                            llvm::ArrayRef<const Job *> Jobs,
+                            bool Streaming = false);
+
+/// A job's keys as the manifest has them ("args", "inputs", "outputs"):
+/// for the manifest, and for the job records of the streaming protocol.
+void writeJobFields(llvm::json::OStream &J, const Job &Jb);
 
 } // namespace dtlto
 

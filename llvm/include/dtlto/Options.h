@@ -35,6 +35,23 @@ llvm::Expected<bool> localFallback();
 /// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).
 llvm::Expected<unsigned> distributorTimeout();
 
+/// Whether jobs are handed to the distributor one by one as they are ready
+/// (-mllvm -dtlto-stream=auto|on|off, or DTLTO_STREAM; auto by default:
+/// stream to distributors that declare the protocol).
+enum class StreamMode { Auto, On, Off };
+llvm::Expected<StreamMode> streamMode();
+
+/// How many jobs the linker runs itself, with the in-process backend, while
+/// the distributor runs the others (-mllvm -dtlto-local-jobs=N, or
+/// DTLTO_LOCAL_JOBS=N; 0 by default).
+llvm::Expected<unsigned> localJobs();
+
+/// A distributed job that has run this many times longer than its size
+/// predicts is also run in the linker, when a local slot is free; the first
+/// good object wins (-mllvm -dtlto-hedge=F, or DTLTO_HEDGE=F; 3 by default,
+/// 0 never).
+llvm::Expected<double> hedgeFactor();
+
 /// Whether an -mllvm argument is one of ours (-dtlto-*, and the DTLTO
 /// options of DistributionOptions.h). They change how jobs run, never what
 /// they produce, so they stay out of ThinLTO cache keys and jobs' commands.

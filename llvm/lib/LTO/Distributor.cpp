@@ -18,20 +18,28 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include <algorithm>
 #include "llvm/Support/Signals.h"
+#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
-#include <optional>
+#include <deque>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <mutex>
+#include <optional>
+#include <poll.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <thread>
 #include <time.h>
 #include <unistd.h>
 #include <vector>
@@ -147,42 +155,23 @@ SignalGuard::~SignalGuard() {
 // Running it.
 //===----------------------------------------------------------------------===//
 
-// Waits for the distributor; returns its pid once it has exited, 0 when the
-// deadline passed first (TimeoutSeconds == 0: no deadline), -1 on error.
-static pid_t waitForExit(pid_t Pid, int &Status, unsigned TimeoutSeconds) {
-  if (TimeoutSeconds == 0) {
-    pid_t R;
-    do
-      R = waitpid(Pid, &Status, 0);
-    while (R < 0 && errno == EINTR);
-    return R;
-  }
-  auto Deadline = std::chrono::steady_clock::now() +
-                  std::chrono::seconds(TimeoutSeconds);
-  long PollMs = 1;
-  for (;;) {
-    pid_t R = waitpid(Pid, &Status, WNOHANG);
-    if (R != 0 && !(R < 0 && errno == EINTR))
-      return R;
-    if (std::chrono::steady_clock::now() >= Deadline)
-      return 0;
-    sleepMilliseconds(PollMs);
-    PollMs = std::min(PollMs * 2, 50L);
-  }
-}
-
 // The linker's environment, without our preload library in LD_PRELOAD: it
 // is for the linker, and would load libLLVM into the distributor and into
 // every job it starts.
 static std::vector<std::string> distributorEnvironment() {
   Dl_info Self;
   SmallString<256> Ours;
-  if (dladdr(reinterpret_cast<void *>(&runDistributor), &Self) &&
+  if (dladdr(reinterpret_cast<void *>(&findDistributor), &Self) &&
       Self.dli_fname)
     sys::fs::real_path(Self.dli_fname, Ours);
   std::vector<std::string> Env;
   for (char **E = environ; *E; ++E) {
     StringRef Var(*E);
+    // Channels of a link further up (this link runs inside a job) are not
+    // this distributor's.
+    if (Var.starts_with("DTLTO_EVENTS_FD=") ||
+        Var.starts_with("DTLTO_JOBS_FD="))
+      continue;
     if (!Var.consume_front("LD_PRELOAD=") || Ours.empty()) {
       Env.push_back(*E);
       continue;
@@ -225,8 +214,209 @@ std::string distributorShortName(StringRef Program,
   return Name;
 }
 
-Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
-                     StringRef ManifestPath, unsigned TimeoutSeconds) {
+bool speaksStreamProtocol(StringRef Program, ArrayRef<std::string> Args) {
+  auto HasMarker = [](StringRef Path) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> Head =
+        MemoryBuffer::getFileSlice(Path, 4096, 0, /*IsVolatile=*/false);
+    if (!Head) // shorter than 4 KiB
+      Head = MemoryBuffer::getFile(Path, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+    return Head && (*Head)->getBuffer().contains("dtlto-stream-protocol: 1");
+  };
+  if (std::optional<StringRef> Script = script(Args))
+    if (HasMarker(*Script))
+      return true;
+  return HasMarker(Program);
+}
+
+// A pipe (or socket pair) end the child gets without FD_CLOEXEC: in the
+// child, dup2 puts a copy over Slot, a descriptor number of our own that is
+// open (so no other file can have it) and close-on-exec (so that, in the
+// engine, it goes with the next exec of anything else). The variable tells
+// the child the number.
+struct ChildEnd {
+  int Slot = -1;
+  std::string EnvVar;
+};
+
+static Expected<ChildEnd> childEnd(int Fd, StringRef Var) {
+  ChildEnd C;
+  C.Slot = fcntl(Fd, F_DUPFD_CLOEXEC, 3);
+  if (C.Slot < 0)
+    return createStringError(std::error_code(errno, std::generic_category()),
+                             "cannot open the DTLTO distributor's channels");
+  C.EnvVar = (Var + "=" + Twine(C.Slot)).str();
+  return C;
+}
+
+struct DistributorProcess::Impl {
+  std::string Program, Name, ManifestPath;
+  pid_t Pid = 0;
+  EventFn OnEvent;
+  ExitFn OnExit;
+
+  int EventRead = -1;     // the engine's end of the event pipe
+  int JobWrite = -1;      // the engine's end of the job socket pair
+  int Wake[2] = {-1, -1}; // tells the event reader to stop
+
+  mutable std::mutex Mu;
+  std::condition_variable Changed;
+  std::deque<std::string> Outbox; // job lines not written yet
+  bool OutboxClosed = false;
+  bool Stopping = false;
+  bool Exited = false;
+  int Status = 0;
+  bool StatusKnown = false;
+
+  std::thread Reader, Writer, Waiter;
+
+  void readEvents();
+  void writeJobs();
+  void waitForExit();
+};
+
+// Lines of the event channel, as they come; a line longer than the limit
+// is cut (the parser then says it is no JSON).
+void DistributorProcess::Impl::readEvents() {
+  std::string Pending;
+  char Buf[65536];
+  for (;;) {
+    struct pollfd P[2] = {{EventRead, POLLIN, 0}, {Wake[0], POLLIN, 0}};
+    if (poll(P, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    if (P[1].revents)
+      return;
+    ssize_t N = read(EventRead, Buf, sizeof(Buf));
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N <= 0)
+      break;
+    Pending.append(Buf, N);
+    size_t Start = 0;
+    for (size_t NL; (NL = Pending.find('\n', Start)) != std::string::npos;
+         Start = NL + 1)
+      OnEvent(StringRef(Pending).slice(Start, NL));
+    Pending.erase(0, Start);
+    if (Pending.size() > (1 << 20)) // no newline in a megabyte: not ours
+      Pending.clear();
+  }
+  if (!Pending.empty())
+    OnEvent(Pending);
+}
+
+// The job channel is a socket pair, not a pipe: a write after the
+// distributor is gone is an error (MSG_NOSIGNAL), not a SIGPIPE that would
+// kill the linker.
+void DistributorProcess::Impl::writeJobs() {
+  for (;;) {
+    std::string Line;
+    {
+      std::unique_lock<std::mutex> Lock(Mu);
+      Changed.wait(Lock, [&] { return !Outbox.empty() || OutboxClosed; });
+      if (Outbox.empty())
+        break;
+      Line = std::move(Outbox.front());
+      Outbox.pop_front();
+    }
+    for (size_t Off = 0; Off < Line.size();) {
+      ssize_t N =
+          ::send(JobWrite, Line.data() + Off, Line.size() - Off, MSG_NOSIGNAL);
+      if (N < 0 && errno == EINTR)
+        continue;
+      if (N <= 0) {
+        // The distributor closed its end: it takes no more jobs.
+        std::lock_guard<std::mutex> Lock(Mu);
+        Outbox.clear();
+        OutboxClosed = true;
+        break;
+      }
+      Off += N;
+    }
+  }
+  ::shutdown(JobWrite, SHUT_WR);
+}
+
+void DistributorProcess::Impl::waitForExit() {
+  int St = 0;
+  pid_t R;
+  do
+    R = waitpid(Pid, &St, 0);
+  while (R < 0 && errno == EINTR);
+  RunningGroup.store(0);
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    Exited = true;
+    StatusKnown = R == Pid;
+    Status = St;
+  }
+  Changed.notify_all();
+  // The distributor must not leave jobs behind that could still write into
+  // the output directory once we have cleaned it.
+  kill(-Pid, SIGKILL);
+  OnExit();
+}
+
+DistributorProcess::DistributorProcess(std::unique_ptr<Impl> I)
+    : I(std::move(I)) {}
+
+Expected<std::unique_ptr<DistributorProcess>>
+DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
+                          StringRef ManifestPath, bool Streaming,
+                          EventFn OnEvent, ExitFn OnExit) {
+  auto I = std::make_unique<Impl>();
+  I->Program = Program.str();
+  I->Name = distributorName(Program, Args);
+  I->ManifestPath = ManifestPath.str();
+  I->OnEvent = std::move(OnEvent);
+  I->OnExit = std::move(OnExit);
+  auto Fail = [&](const Twine &What) {
+    return createStringError(std::error_code(errno, std::generic_category()),
+                             "cannot start the DTLTO distributor '" + Program +
+                                 "': " + What + ": " + std::strerror(errno));
+  };
+
+  // Descriptors the child keeps, closed in the engine once it runs.
+  std::vector<int> ChildOnly;
+  auto CloseChildOnly = [&] {
+    for (int Fd : ChildOnly)
+      close(Fd);
+    ChildOnly.clear();
+  };
+  std::vector<ChildEnd> Ends;
+  int EventPipe[2];
+  if (pipe2(EventPipe, O_CLOEXEC))
+    return Fail("cannot make the event channel");
+  I->EventRead = EventPipe[0];
+  ChildOnly.push_back(EventPipe[1]);
+  Expected<ChildEnd> EventEnd = childEnd(EventPipe[1], "DTLTO_EVENTS_FD");
+  if (!EventEnd) {
+    CloseChildOnly();
+    return EventEnd.takeError();
+  }
+  Ends.push_back(*EventEnd);
+  if (Streaming) {
+    int Pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, Pair)) {
+      CloseChildOnly();
+      for (const ChildEnd &E : Ends)
+        close(E.Slot);
+      return Fail("cannot make the job channel");
+    }
+    I->JobWrite = Pair[0];
+    ChildOnly.push_back(Pair[1]);
+    Expected<ChildEnd> JobEnd = childEnd(Pair[1], "DTLTO_JOBS_FD");
+    if (!JobEnd) {
+      CloseChildOnly();
+      return JobEnd.takeError();
+    }
+    Ends.push_back(*JobEnd);
+  }
+  if (pipe2(I->Wake, O_CLOEXEC))
+    return Fail("cannot make a pipe");
+
   std::string ProgramStr(Program);
   std::vector<std::string> Argv;
   Argv.push_back(ProgramStr);
@@ -237,10 +427,17 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
     CArgv.push_back(A.data());
   CArgv.push_back(nullptr);
   std::vector<std::string> Env = distributorEnvironment();
+  for (const ChildEnd &E : Ends)
+    Env.push_back(E.EnvVar);
   std::vector<char *> CEnv;
   for (std::string &E : Env)
     CEnv.push_back(E.data());
   CEnv.push_back(nullptr);
+
+  posix_spawn_file_actions_t Actions;
+  posix_spawn_file_actions_init(&Actions);
+  for (size_t K = 0; K < Ends.size(); ++K)
+    posix_spawn_file_actions_adddup2(&Actions, ChildOnly[K], Ends[K].Slot);
 
   // Stop signals wait until RunningGroup names the new process group; the
   // distributor itself starts with none blocked.
@@ -251,60 +448,111 @@ Error runDistributor(StringRef Program, ArrayRef<std::string> Args,
     sigaddset(&StopSet, Sig);
   posix_spawnattr_t Attr;
   posix_spawnattr_init(&Attr);
-  posix_spawnattr_setflags(&Attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&Attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&Attr, 0);
   posix_spawnattr_setsigmask(&Attr, &NoSignals);
 
   pthread_sigmask(SIG_BLOCK, &StopSet, &OldMask);
-  pid_t Pid = 0;
-  int SpawnErr = posix_spawn(&Pid, ProgramStr.c_str(), nullptr, &Attr,
+  int SpawnErr = posix_spawn(&I->Pid, ProgramStr.c_str(), &Actions, &Attr,
                              CArgv.data(), CEnv.data());
   posix_spawnattr_destroy(&Attr);
+  posix_spawn_file_actions_destroy(&Actions);
   if (!SpawnErr)
-    RunningGroup.store(Pid);
+    RunningGroup.store(I->Pid);
   pthread_sigmask(SIG_SETMASK, &OldMask, nullptr);
-  if (SpawnErr)
+  CloseChildOnly();
+  for (const ChildEnd &E : Ends)
+    close(E.Slot);
+  if (SpawnErr) {
+    for (int Fd : {I->EventRead, I->JobWrite, I->Wake[0], I->Wake[1]})
+      if (Fd >= 0)
+        close(Fd);
     return createStringError(std::error_code(SpawnErr, std::generic_category()),
                              "cannot run the DTLTO distributor '" + Program +
                                  "': " + std::strerror(SpawnErr));
-
-  int Status = 0;
-  pid_t R = waitForExit(Pid, Status, TimeoutSeconds);
-  RunningGroup.store(0);
-  if (R == 0) {
-    stopGroup(Pid, SIGTERM);
-    return createStringError(
-        std::make_error_code(std::errc::timed_out),
-        "the DTLTO distributor '" + distributorName(Program, Args) +
-            "' did not finish within " +
-            Twine(TimeoutSeconds) +
-            " s (-mllvm -dtlto-distributor-timeout / "
-            "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
   }
-  // The distributor must not leave jobs behind that could still write into
-  // the output directory once we have cleaned it.
-  kill(-Pid, SIGKILL);
-  if (R < 0)
-    return createStringError(std::error_code(errno, std::generic_category()),
-                             "lost track of the DTLTO distributor '" +
-                                 Program + "'");
+  Impl *P = I.get();
+  P->Reader = std::thread([P] { P->readEvents(); });
+  if (Streaming)
+    P->Writer = std::thread([P] { P->writeJobs(); });
+  P->Waiter = std::thread([P] { P->waitForExit(); });
+  return std::unique_ptr<DistributorProcess>(
+      new DistributorProcess(std::move(I)));
+}
 
+void DistributorProcess::send(std::string Line) {
+  Line += '\n';
+  {
+    std::lock_guard<std::mutex> Lock(I->Mu);
+    if (I->OutboxClosed)
+      return;
+    I->Outbox.push_back(std::move(Line));
+  }
+  I->Changed.notify_all();
+}
+
+bool DistributorProcess::exited() const {
+  std::lock_guard<std::mutex> Lock(I->Mu);
+  return I->Exited;
+}
+
+void DistributorProcess::stop() {
+  std::unique_lock<std::mutex> Lock(I->Mu);
+  if (I->Exited)
+    return;
+  I->Stopping = true;
+  kill(-I->Pid, SIGTERM);
+  if (!I->Changed.wait_for(Lock, std::chrono::seconds(3),
+                           [&] { return I->Exited; }))
+    kill(-I->Pid, SIGKILL);
+  I->Changed.wait(Lock, [&] { return I->Exited; });
+}
+
+Error DistributorProcess::exitStatus() {
+  std::lock_guard<std::mutex> Lock(I->Mu);
+  if (!I->StatusKnown)
+    return createStringError(inconvertibleErrorCode(),
+                             "lost track of the DTLTO distributor '" +
+                                 I->Program + "'");
+  int Status = I->Status;
   if (WIFEXITED(Status) && WEXITSTATUS(Status) == 0)
     return Error::success();
-  std::string Name = distributorName(Program, Args);
   if (WIFEXITED(Status))
     return createStringError(
         inconvertibleErrorCode(),
-        "the DTLTO distributor '" + Name + "' failed with exit code " +
+        "the DTLTO distributor '" + I->Name + "' failed with exit code " +
             Twine(WEXITSTATUS(Status)) + " running the jobs of '" +
-            ManifestPath + "'; its own messages above say why");
+            I->ManifestPath + "'; its own messages above say why");
   // A process killed by a signal had no chance to say anything.
   return createStringError(
       inconvertibleErrorCode(),
-      "the DTLTO distributor '" + Name + "' was killed by signal " +
+      "the DTLTO distributor '" + I->Name + "' was killed by signal " +
           Twine(WTERMSIG(Status)) + " (" + strsignal(WTERMSIG(Status)) +
-          ") running the jobs of '" + ManifestPath +
+          ") running the jobs of '" + I->ManifestPath +
           "' (out of memory, or stopped from outside?)");
+}
+
+DistributorProcess::~DistributorProcess() {
+  stop();
+  I->Waiter.join();
+  if (I->Writer.joinable()) {
+    {
+      std::lock_guard<std::mutex> Lock(I->Mu);
+      I->OutboxClosed = true;
+    }
+    I->Changed.notify_all();
+    ::shutdown(I->JobWrite, SHUT_RDWR); // a writer blocked in send() returns
+    I->Writer.join();
+  }
+  // The event pipe's other ends may live on in processes that left the
+  // group; the reader stops when told.
+  char C = 0;
+  (void)!write(I->Wake[1], &C, 1);
+  I->Reader.join();
+  for (int Fd : {I->EventRead, I->JobWrite, I->Wake[0], I->Wake[1]})
+    if (Fd >= 0)
+      close(Fd);
 }
 
 } // namespace dtlto

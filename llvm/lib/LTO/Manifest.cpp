@@ -35,26 +35,63 @@ static void addProfileInputs(const lto::Config &Conf, CommonPart &C) {
 // model, target options), and the clang flags below carry that. The list is
 // LLVM 22's, read off a program that registers the flags.
 static bool isCodeGenToolOption(StringRef MllvmArg) {
-  static const StringSet<> Names = {
-      "addrsig", "align-loops", "basic-block-address-map",
-      "basic-block-sections", "call-graph-section", "code-model",
-      "data-sections", "debug-entry-values", "debugger-tune",
-      "denormal-fp-math", "denormal-fp-math-f32", "disable-tail-calls",
-      "emit-call-site-info", "emulated-tls", "enable-jmc-instrument",
-      "enable-no-infs-fp-math", "enable-no-nans-fp-math",
-      "enable-no-signed-zeros-fp-math", "enable-no-trapping-fp-math",
-      "enable-sign-dependent-rounding-fp-math", "enable-tlsdesc",
-      "exception-model", "filetype", "float-abi", "force-dwarf-frame-section",
-      "fp-contract", "frame-pointer", "function-sections",
-      "ignore-xcoff-visibility", "large-data-threshold", "march", "mattr",
-      "mcpu", "meabi", "mxcoff-roptr", "no-integrated-as",
-      "nozero-initialized-in-bss", "partition-static-data-sections",
-      "relocation-model", "separate-named-sections", "split-machine-functions",
-      "stack-size-section", "stack-symbol-ordering", "stackrealign",
-      "strict-dwarf", "swift-async-fp", "tailcallopt", "thread-model",
-      "tls-size", "trap-func", "unique-basic-block-section-names",
-      "unique-section-names", "use-ctors", "vec-extabi", "vector-library",
-      "xcoff-traceback-table", "xray-function-index"};
+  static const StringSet<> Names = {"addrsig",
+                                    "align-loops",
+                                    "basic-block-address-map",
+                                    "basic-block-sections",
+                                    "call-graph-section",
+                                    "code-model",
+                                    "data-sections",
+                                    "debug-entry-values",
+                                    "debugger-tune",
+                                    "denormal-fp-math",
+                                    "denormal-fp-math-f32",
+                                    "disable-tail-calls",
+                                    "emit-call-site-info",
+                                    "emulated-tls",
+                                    "enable-jmc-instrument",
+                                    "enable-no-infs-fp-math",
+                                    "enable-no-nans-fp-math",
+                                    "enable-no-signed-zeros-fp-math",
+                                    "enable-no-trapping-fp-math",
+                                    "enable-sign-dependent-rounding-fp-math",
+                                    "enable-tlsdesc",
+                                    "exception-model",
+                                    "filetype",
+                                    "float-abi",
+                                    "force-dwarf-frame-section",
+                                    "fp-contract",
+                                    "frame-pointer",
+                                    "function-sections",
+                                    "ignore-xcoff-visibility",
+                                    "large-data-threshold",
+                                    "march",
+                                    "mattr",
+                                    "mcpu",
+                                    "meabi",
+                                    "mxcoff-roptr",
+                                    "no-integrated-as",
+                                    "nozero-initialized-in-bss",
+                                    "partition-static-data-sections",
+                                    "relocation-model",
+                                    "separate-named-sections",
+                                    "split-machine-functions",
+                                    "stack-size-section",
+                                    "stack-symbol-ordering",
+                                    "stackrealign",
+                                    "strict-dwarf",
+                                    "swift-async-fp",
+                                    "tailcallopt",
+                                    "thread-model",
+                                    "tls-size",
+                                    "trap-func",
+                                    "unique-basic-block-section-names",
+                                    "unique-section-names",
+                                    "use-ctors",
+                                    "vec-extabi",
+                                    "vector-library",
+                                    "xcoff-traceback-table",
+                                    "xray-function-index"};
   StringRef Name = MllvmArg.ltrim('-').split('=').first;
   return Names.contains(Name);
 }
@@ -95,7 +132,8 @@ static void addClangConfigFlags(const lto::Config &Conf, const Triple &TT,
   if (PTO.LoopVectorization != ClangDefault)
     A.push_back(PTO.LoopVectorization ? "-fvectorize" : "-fno-vectorize");
   if (PTO.SLPVectorization != ClangDefault)
-    A.push_back(PTO.SLPVectorization ? "-fslp-vectorize" : "-fno-slp-vectorize");
+    A.push_back(PTO.SLPVectorization ? "-fslp-vectorize"
+                                     : "-fno-slp-vectorize");
   if (PTO.LoopUnrolling != ClangDefault)
     A.push_back(PTO.LoopUnrolling ? "-funroll-loops" : "-fno-unroll-loops");
   if (PTO.MergeFunctions)
@@ -186,6 +224,22 @@ static void writeStrings(json::OStream &J, StringRef Key,
   });
 }
 
+void writeJobFields(json::OStream &J, const Job &Jb) {
+  J.attributeArray("args", [&] {
+    J.value(Jb.ModuleID);
+    J.value("-fthinlto-index=" + Jb.ShardPath);
+    J.value("-o");
+    J.value(Jb.ObjectPath);
+  });
+  J.attributeArray("inputs", [&] {
+    J.value(Jb.ModuleID);
+    J.value(Jb.ShardPath);
+    for (const std::string &M : Jb.ImportedFrom)
+      J.value(M);
+  });
+  writeStrings(J, "outputs", {Jb.ObjectPath});
+}
+
 // Exactly LLVM 22's schema: distributors written for it check for exact
 // keys. What else our distributors can use goes to the side file.
 Error writeManifest(StringRef Path, const CommonPart &Common,
@@ -199,23 +253,8 @@ Error writeManifest(StringRef Path, const CommonPart &Common,
         writeStrings(J, "inputs", Common.Inputs);
       });
       J.attributeArray("jobs", [&] {
-        for (const Job *Jb : Jobs) {
-          J.object([&] {
-            J.attributeArray("args", [&] {
-              J.value(Jb->ModuleID);
-              J.value("-fthinlto-index=" + Jb->ShardPath);
-              J.value("-o");
-              J.value(Jb->ObjectPath);
-            });
-            J.attributeArray("inputs", [&] {
-              J.value(Jb->ModuleID);
-              J.value(Jb->ShardPath);
-              for (const std::string &M : Jb->ImportedFrom)
-                J.value(M);
-            });
-            writeStrings(J, "outputs", {Jb->ObjectPath});
-          });
-        }
+        for (const Job *Jb : Jobs)
+          J.object([&] { writeJobFields(J, *Jb); });
       });
     });
     OS << "\n";
@@ -223,13 +262,15 @@ Error writeManifest(StringRef Path, const CommonPart &Common,
 }
 
 Error writeEngineInfo(StringRef Path, const CommonPart &Common,
-                      ArrayRef<const Job *> Jobs) {
+                      ArrayRef<const Job *> Jobs, bool Streaming) {
   return writeFile(Path, "DTLTO engine side file", [&](raw_ostream &OS) {
     json::OStream J(OS, /*IndentSize=*/1);
     J.object([&] {
       J.attribute("engine", "dtlto");
       J.attribute("version", DTLTO_VERSION);
       J.attribute("jobs", int64_t(Jobs.size()));
+      if (Streaming)
+        J.attribute("stream", 1);
       if (!Common.BatchArg.empty())
         J.attribute("batch_arg", Common.BatchArg);
       J.attributeArray("input_bytes", [&] {

@@ -70,18 +70,27 @@ static Error checkEhFrame(ArrayRef<uint8_t> Data, llvm::endianness E) {
 }
 
 // The structure LLD relies on without checking every part of it (damaged
-// objects have been seen to crash it, make it loop or refuse the link): the
-// section table and each section's contents within the file, alignments that
-// are powers of 2, section types LLVM knows, thread-local sections that are
-// data, mergeable sections that split
-// into whole pieces and end in a terminator, each symbol's name within its
-// string table and its place within its section, each relocation's
-// symbol within the symbol table and its place within its section, each
-// group's members and each .eh_frame record within bounds. What the bytes of
-// code and data say is beyond any check.
+// objects have been seen to crash it, make it loop or refuse the link):
+// - a relocatable object; the section table and each section's contents
+//   within the file;
+// - alignments that are powers of 2 up to 4 GiB; section types LLVM knows
+//   and relocatable objects have; thread-local sections that are data;
+//   mergeable sections that split into whole pieces and end in a terminator;
+// - each symbol's name within its string table, a known binding on the
+//   right side of the locals' end, its section within the section table and
+//   its value within its section;
+// - each relocation's symbol within the symbol table and its place within
+//   its section; each group's members; each .eh_frame record within bounds,
+//   each FDE pointing at a CIE.
+// What the bytes of code and data say is beyond any check.
 template <class ELFT>
 static Error checkELFStructure(const object::ELFFile<ELFT> &F) {
   using namespace ELF;
+  // What comes back from a job is a relocatable object; LLD would take an
+  // ET_DYN for a shared library.
+  if (F.getHeader().e_type != ET_REL)
+    return broken("an ELF file of type " + Twine(F.getHeader().e_type) +
+                  ", not a relocatable object");
   auto Sections = F.sections();
   if (!Sections)
     return Sections.takeError();
@@ -100,6 +109,22 @@ static Error checkELFStructure(const object::ELFFile<ELFT> &F) {
         "Unknown")
       return broken("a section of unknown type " +
                     Twine::utohexstr(Sec.sh_type));
+    switch (Sec.sh_type) {
+    case SHT_HASH:
+    case SHT_DYNAMIC:
+    case SHT_DYNSYM:
+    case SHT_RELR:
+    case SHT_GNU_HASH:
+    case SHT_GNU_verdef:
+    case SHT_GNU_verneed:
+    case SHT_GNU_versym:
+      return broken(
+          "a section of type " +
+          object::getELFSectionTypeName(F.getHeader().e_machine, Sec.sh_type) +
+          ", which only linked files have");
+    default:
+      break;
+    }
     // Thread-local storage is data; LLD refuses to merge TLS code with the
     // rest of the output's code.
     if ((Sec.sh_flags & SHF_TLS) &&
@@ -136,9 +161,26 @@ static Error checkELFStructure(const object::ELFFile<ELFT> &F) {
       Expected<StringRef> Strtab = F.getStringTableForSymtab(Sec);
       if (!Strtab)
         return Strtab.takeError();
-      for (const typename ELFT::Sym &Sym : *Syms) {
+      // Locals come first, up to sh_info; LLD relies on the split.
+      if (Sec.sh_info > Syms->size())
+        return broken("a symbol table whose first global, " +
+                      Twine(uint64_t(Sec.sh_info)) + ", is past its " +
+                      Twine(Syms->size()) + " symbols");
+      for (size_t I = 0; I < Syms->size(); ++I) {
+        const typename ELFT::Sym &Sym = (*Syms)[I];
         if (Expected<StringRef> Name = Sym.getName(*Strtab); !Name)
           return Name.takeError();
+        unsigned Binding = Sym.getBinding();
+        if (Binding != STB_LOCAL && Binding != STB_GLOBAL &&
+            Binding != STB_WEAK && Binding != STB_GNU_UNIQUE)
+          return broken("symbol " + Twine(I) + " with binding " +
+                        Twine(Binding));
+        if ((Binding == STB_LOCAL) != (I < Sec.sh_info))
+          return broken("symbol " + Twine(I) +
+                        (Binding == STB_LOCAL ? " is local, after "
+                                              : " is global, among ") +
+                        "the locals (sh_info " + Twine(uint64_t(Sec.sh_info)) +
+                        ")");
         uint16_t Index = Sym.st_shndx;
         if (Index == SHN_UNDEF || Index >= SHN_LORESERVE)
           continue;

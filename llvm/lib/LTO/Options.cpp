@@ -31,6 +31,23 @@ static cl::opt<unsigned> TimeoutOpt(
     cl::desc("Stop the DTLTO distributor after this many seconds (default: "
              "0, no limit)"));
 
+static cl::opt<std::string> StreamOpt(
+    "dtlto-stream", cl::value_desc("auto|on|off"),
+    cl::desc("Hand DTLTO jobs to the distributor one by one as they are "
+             "ready (docs/manifest.md, \"Streaming\"); auto, the default, "
+             "streams to distributors that declare the protocol"));
+
+static cl::opt<unsigned> LocalJobsOpt(
+    "dtlto-local-jobs", cl::value_desc("N"),
+    cl::desc("Run up to N DTLTO jobs in the linker while the distributor "
+             "runs the others (default: 0)"));
+
+static cl::opt<std::string> HedgeOpt(
+    "dtlto-hedge", cl::value_desc("factor"),
+    cl::desc("Also run in the linker a distributed job that has taken this "
+             "many times longer than its size predicts; 0 never does "
+             "(default: 3; needs -dtlto-local-jobs)"));
+
 static std::optional<StringRef> env(const char *Name) {
   const char *V = std::getenv(Name);
   if (!V || !*V)
@@ -87,6 +104,62 @@ Expected<unsigned> dtlto::distributorTimeout() {
   if (V->trim().getAsInteger(10, Seconds))
     return badEnv("DTLTO_DISTRIBUTOR_TIMEOUT", *V, "a number of seconds");
   return Seconds;
+}
+
+Expected<dtlto::StreamMode> dtlto::streamMode() {
+  StringRef V;
+  std::string What;
+  if (StreamOpt.getNumOccurrences()) {
+    V = StreamOpt;
+    What = "-dtlto-stream";
+  } else if (std::optional<StringRef> E = env("DTLTO_STREAM")) {
+    V = *E;
+    What = "DTLTO_STREAM";
+  } else {
+    return StreamMode::Auto;
+  }
+  std::string L = V.trim().lower();
+  if (L == "auto")
+    return StreamMode::Auto;
+  if (L == "1" || L == "on" || L == "true" || L == "yes")
+    return StreamMode::On;
+  if (L == "0" || L == "off" || L == "false" || L == "no")
+    return StreamMode::Off;
+  return createStringError(inconvertibleErrorCode(),
+                           What + "='" + V + "' is not auto, on or off");
+}
+
+Expected<unsigned> dtlto::localJobs() {
+  if (LocalJobsOpt.getNumOccurrences())
+    return LocalJobsOpt;
+  std::optional<StringRef> V = env("DTLTO_LOCAL_JOBS");
+  if (!V)
+    return 0;
+  unsigned N;
+  if (V->trim().getAsInteger(10, N) || N > 1024)
+    return badEnv("DTLTO_LOCAL_JOBS", *V, "a number of jobs (0 to 1024)");
+  return N;
+}
+
+Expected<double> dtlto::hedgeFactor() {
+  StringRef V;
+  std::string What;
+  if (HedgeOpt.getNumOccurrences()) {
+    V = HedgeOpt;
+    What = "-dtlto-hedge";
+  } else if (std::optional<StringRef> E = env("DTLTO_HEDGE")) {
+    V = *E;
+    What = "DTLTO_HEDGE";
+  } else {
+    return 3.0;
+  }
+  double F;
+  if (V.trim().getAsDouble(F) || !(F == 0 || (F >= 1 && F <= 1000)))
+    return createStringError(inconvertibleErrorCode(),
+                             What + "='" + V +
+                                 "' is not 0 (never) or a factor from 1 to "
+                                 "1000");
+  return F;
 }
 
 bool dtlto::isEngineOption(StringRef MllvmArg) {

@@ -5,18 +5,26 @@
 // backend is a short pipeline:
 //
 //   start()  per module, on the thread pool: look the module up in the
-//            ThinLTO cache (a hit is handed to the link by the cache), else
-//            write its index shard and record a job.
-//   wait()   write the copies of archive members the jobs read (and, for
-//            dtlto-backend, the LTO configuration and the combined index),
-//            write the manifest (in task order, as LLVM does) and its side
-//            file (each job's size, for our distributors), run the distributor,
-//            check every object it produced, and hand each object to the
-//            link (and to the cache) through the usual AddStream interface.
-//            A job the distributor failed to deliver (or all of them, when
-//            the distributor itself failed) is compiled here instead, by
-//            LLVM's in-process ThinLTO backend from the modules and index
-//            already in memory: a failing farm costs time, not the build.
+//            ThinLTO cache (a hit goes to the link at once), else write its
+//            index shard and make a job. A streaming distributor
+//            (docs/manifest.md) gets the job right away, started with the
+//            first; a local slot of the linker's may take it instead.
+//   wait()   one-shot: write the copies of archive members the jobs read
+//            (and, for dtlto-backend, the LTO configuration and the combined
+//            index), the manifest (in task order, as LLVM does) and its side
+//            file, and start the distributor. Then, until every job has its
+//            object or the distributor has exited: objects the distributor
+//            reports done (event channel) are checked and linked as they
+//            come; free local slots take jobs the farm has not started, and
+//            run again jobs that take far longer than their size predicts
+//            (hedging; the first good object wins). When the distributor has
+//            exited, every object it left is checked, and each job still
+//            without one is compiled here, by LLVM's in-process ThinLTO
+//            backend from the modules and index already in memory: a
+//            failing farm costs time, not the build.
+//
+// A job's object reaches the link exactly once, from whichever source gives
+// a good one first (finishJob).
 //
 // Every temporary file is registered before it is created and removed when
 // the backend is destroyed (or by the signal handler), unless --save-temps.
@@ -26,6 +34,7 @@
 #include "dtlto/BackendConfig.h"
 #include "dtlto/Cache.h"
 #include "dtlto/Distributor.h"
+#include "dtlto/Events.h"
 #include "dtlto/Manifest.h"
 #include "dtlto/ObjectCheck.h"
 #include "dtlto/Options.h"
@@ -36,6 +45,7 @@
 #include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/DiagnosticInfo.h"
@@ -48,6 +58,8 @@
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <unistd.h>
 
@@ -104,6 +116,9 @@ public:
   ExtraScope &operator=(const ExtraScope &) = delete;
 };
 
+/// Where a job's object came from.
+enum class Source { None, Cache, Farm, LocalSlot, Hedge, Fallback };
+
 /// The state of one module's backend compilation.
 struct JobState {
   Job J;
@@ -118,15 +133,24 @@ struct JobState {
   std::optional<BitcodeModule> Module;
   const FunctionImporter::ImportMapTy *ImportList = nullptr;
   const GVSummaryMapTy *DefinedGlobals = nullptr;
-  /// Why the job is compiled in the linker; empty when it is not.
+  /// Why the job is compiled in the linker after the farm; empty when not.
   std::string FallbackReason;
   /// What went wrong with the job (the first thing), and the warnings it
-  /// drew. A job is worked on by one pool thread at a time, and these are
-  /// read on the main thread after the pool is drained, so they need no
-  /// lock; keeping them per job lets the link report them in job order,
-  /// whichever thread got there first.
+  /// drew, reported on the main thread in job order once no other thread
+  /// runs, whichever thread got there first.
   std::string Failure;
   std::vector<std::string> Warnings;
+
+  // Scheduling, guarded by the backend's Mu once the job is made.
+  Source From = Source::None; // set when its object is in the link
+  bool Handed = false;        // given to the distributor, as job Id
+  uint64_t Id = 0;
+  bool FarmStarted = false; // it said so on the event channel
+  bool FarmGaveUp = false;  // it failed for good, or its object was bad
+  bool LocalCopy = false;   // a local slot runs (or ran) it
+  bool Cancelled = false;   // the farm was told it need not run it
+  Clock::time_point HandedAt, FarmStartedAt;
+  bool finished() const { return From != Source::None; }
 };
 
 class OutOfProcessBackend : public ThinBackendProc {
@@ -153,18 +177,29 @@ public:
     Jobs.resize(NumTasks);
   }
 
-  Error start(unsigned Task, BitcodeModule BM,
-              const FunctionImporter::ImportMapTy &ImportList,
-              const FunctionImporter::ExportSetTy &ExportList,
-              const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes>
-                  &ResolvedODR,
-              MapVector<StringRef, BitcodeModule> &ModuleMap) override;
+  Error start(
+      unsigned Task, BitcodeModule BM,
+      const FunctionImporter::ImportMapTy &ImportList,
+      const FunctionImporter::ExportSetTy &ExportList,
+      const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes> &ResolvedODR,
+      MapVector<StringRef, BitcodeModule> &ModuleMap) override;
 
   Error wait() override;
 
 private:
   Error runJobs();
+  Error startFarm(ArrayRef<const Job *> ManifestJobs, bool Streaming);
+  Error ensureStreamingFarm();
+  void handOver(JobState &State);
+  void onEventLine(StringRef Line);
+  void takeFarmObject(JobState &State, bool AfterExit);
+  void fillLocalSlots(std::unique_lock<std::mutex> &Lock);
+  JobState *pickForLocalSlot(Source &Kind);
+  void runInLocalSlot(JobState &State, Source Kind);
+  bool finishJob(JobState &State, StringRef Object, Source From);
+  Expected<SmallString<0>> compileToBuffer(JobState &State);
   Error writeInputCopies(ArrayRef<JobState *> Pending);
+  Error writeCopiesOnce(ArrayRef<std::string> ModuleIDs);
   Error writeNativeBackendFiles();
   Error failLink(Error E);
   Error checkSettings();
@@ -177,7 +212,6 @@ private:
   void warnCacheWrites(ArrayRef<JobState *> Order);
   Expected<std::unique_ptr<MemoryBuffer>> loadObject(const JobState &State);
   Error addObject(JobState &State, StringRef Object);
-  Error compileInLinker(JobState &State);
   static void jobFailed(JobState &State, Error E);
   TraceSettings trace() const {
     return {Conf.TimeTraceEnabled, Conf.TimeTraceGranularity};
@@ -211,10 +245,32 @@ private:
   Clock::time_point StartTime;
   /// What the summary line tells.
   struct {
-    size_t Jobs = 0, Distributed = 0, FellBack = 0;
+    size_t Jobs = 0, Distributed = 0, FellBack = 0, LocalSlot = 0, Hedged = 0;
     bool DistributorRan = false;
     double DistributorSeconds = 0;
   } Run;
+
+  // The distributor and the jobs' scheduling. Mu guards every JobState's
+  // scheduling fields and what follows; Changed wakes wait() when a job is
+  // finished, a local slot frees up, an event arrives or the farm exits.
+  std::mutex Mu;
+  std::condition_variable Changed;
+  bool Streaming = false;
+  std::mutex FarmStartMu; // held while the streaming farm is being started
+  std::unique_ptr<DistributorProcess> Farm;
+  std::optional<std::string> FarmStartFailure;
+  bool FarmExited = false;
+  Clock::time_point FarmStart;
+  std::vector<JobState *> Handed; // by id: manifest order, or sending order
+  size_t Unfinished = 0;          // jobs made, without an object yet
+  unsigned LocalSlots = 0, LocalBusy = 0;
+  double HedgeFactor = 0;
+  std::optional<DefaultThreadPool> LocalPool;
+  std::vector<double> SecondsPerByte; // of finished jobs, for hedging
+  std::string EventChannelProblem;    // the first bad line, for one warning
+  size_t EventsSeen = 0;
+  std::mutex CopiesMu; // streaming: held while a job's copies are written
+  StringSet<> CopiesWritten;
 };
 
 } // namespace
@@ -290,6 +346,23 @@ Error OutOfProcessBackend::checkSettings() {
   if (!Timeout)
     return Timeout.takeError();
   TimeoutSeconds = *Timeout;
+  Expected<StreamMode> Mode = streamMode();
+  if (!Mode)
+    return Mode.takeError();
+  Streaming =
+      !Compat && (*Mode == StreamMode::On ||
+                  (*Mode == StreamMode::Auto &&
+                   speaksStreamProtocol(*DistributorPath, S.DistributorArgs)));
+  Expected<unsigned> Local = localJobs();
+  if (!Local)
+    return Local.takeError();
+  LocalSlots = Compat ? 0 : *Local;
+  Expected<double> Hedge = hedgeFactor();
+  if (!Hedge)
+    return Hedge.takeError();
+  HedgeFactor = *Hedge;
+  if (LocalSlots)
+    LocalPool.emplace(hardware_concurrency(LocalSlots));
   if (isNativeBackend(S.RemoteCompiler))
     Native = NativeBackendFiles{backendConfigPath(S.LinkerOutputFile),
                                 combinedIndexPath(S.LinkerOutputFile)};
@@ -330,6 +403,10 @@ Error OutOfProcessBackend::start(
   this->ModuleMap = &ModuleMap;
 
   JobState &State = Jobs[Task - TaskOffset];
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    ++Unfinished;
+  }
   State.Started = true;
   State.J.Task = Task;
   State.J.ModuleID = std::string(BM.getModuleIdentifier());
@@ -348,6 +425,8 @@ Error OutOfProcessBackend::start(
     WorkerTrace Worker(trace());
     if (Error E = prepareJob(State, ExportList, ResolvedODR))
       jobFailed(State, std::move(E));
+    else if (Streaming && !State.CacheHit)
+      handOver(State);
   });
   if (OnWrite)
     OnWrite(originalName(State.J.ModuleID));
@@ -369,14 +448,13 @@ bool OutOfProcessBackend::lookUpCache(JobState &State, StringRef Key) {
                                      State.RequiredSymbols)
                        : Object.takeError();
     if (!Bad) {
-      if (Error E = addObject(State, *Object))
-        jobFailed(State, std::move(E));
+      finishJob(State, *Object, Source::Cache);
       touchCacheEntry(Entry);
       return true;
     }
-    State.Warnings.push_back("discarded the damaged ThinLTO cache entry '" +
-                             Entry + "' for '" + J.ModuleID + "': " +
-                             toString(std::move(Bad)) + "; it is rebuilt");
+    State.Warnings.push_back(
+        "discarded the damaged ThinLTO cache entry '" + Entry + "' for '" +
+        J.ModuleID + "': " + toString(std::move(Bad)) + "; it is rebuilt");
     sys::fs::remove(Entry);
   }
   State.CacheEntry = Entry;
@@ -408,14 +486,14 @@ void OutOfProcessBackend::warnCacheWrites(ArrayRef<JobState *> Order) {
   }
   if (First)
     warn(First->CacheWriteFailure + "; linking on without caching it" +
-         (More ? " (nor " + Twine(More) + (More == 1 ? " more object)" : " more objects)")
+         (More ? " (nor " + Twine(More) +
+                     (More == 1 ? " more object)" : " more objects)")
                : Twine()));
 }
 
 Error OutOfProcessBackend::prepareJob(
     JobState &State, const FunctionImporter::ExportSetTy &ExportList,
-    const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes>
-        &ResolvedODR) {
+    const std::map<GlobalValue::GUID, GlobalValue::LinkageTypes> &ResolvedODR) {
   Job &J = State.J;
   ExtraScope Scope(Compat, "DTLTO prepare job", J.ModuleID);
   State.RequiredSymbols = requiredSymbols(CombinedIndex, *State.DefinedGlobals);
@@ -498,23 +576,53 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
   return (*Stream)->commit();
 }
 
-// Exactly what in-process ThinLTO does for one module. The object does not
+// Claims the job for Object: the first good object of a job goes to the
+// link, any later one (a hedged copy, a late farm object) is dropped.
+// Returns whether Object was taken.
+bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
+                                    Source From) {
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (State.finished())
+      return false;
+    State.From = From;
+    --Unfinished;
+    // The farm need not finish a job the linker did itself.
+    if (Streaming && Farm && State.Handed && From != Source::Farm &&
+        !State.Cancelled) {
+      State.Cancelled = true;
+      Farm->send(cancelLine(State.Id));
+    }
+  }
+  Changed.notify_all();
+  if (Error E = addObject(State, Object))
+    jobFailed(State, std::move(E));
+  return true;
+}
+
+// Exactly what in-process ThinLTO does for one module, into memory, so that
+// the object goes to the link through finishJob like any other. It does not
 // enter the cache: its key says "compiled by the remote compiler".
-Error OutOfProcessBackend::compileInLinker(JobState &State) {
+Expected<SmallString<0>> OutOfProcessBackend::compileToBuffer(JobState &State) {
   ExtraScope Scope(Compat, "DTLTO compile in the linker", State.J.ModuleID);
   LTOLLVMContext Context(Conf);
   Expected<std::unique_ptr<llvm::Module>> M =
       State.Module->parseModule(Context);
   if (!M)
     return M.takeError();
-  // LLD names the object after the module, as for a distributed one.
-  std::string Name = originalName(State.J.ModuleID);
-  AddStreamFn AddNamed = [&](unsigned Task, const Twine &) {
-    return AddStream(Task, Name);
+  auto Object = std::make_unique<SmallString<0>>();
+  SmallString<0> *Out = Object.get();
+  AddStreamFn IntoMemory =
+      [Out](unsigned,
+            const Twine &) -> Expected<std::unique_ptr<CachedFileStream>> {
+    return std::make_unique<CachedFileStream>(
+        std::make_unique<raw_svector_ostream>(*Out));
   };
-  return thinBackend(Conf, State.J.Task, AddNamed, **M, CombinedIndex,
-                     *State.ImportList, *State.DefinedGlobals, ModuleMap,
-                     Conf.CodeGenOnly);
+  if (Error E = thinBackend(Conf, State.J.Task, IntoMemory, **M, CombinedIndex,
+                            *State.ImportList, *State.DefinedGlobals, ModuleMap,
+                            Conf.CodeGenOnly))
+    return std::move(E);
+  return std::move(*Object);
 }
 
 Error OutOfProcessBackend::wait() {
@@ -542,7 +650,9 @@ Error OutOfProcessBackend::failLink(Error E) {
 }
 
 // The copies of archive members and FatLTO bitcode that the jobs read: each
-// job's module and the modules it imports from.
+// job's module and the modules it imports from. Each copy is written once:
+// streaming writes a job's copies just before the job is sent, the others'
+// wait until those they share are on disk.
 Error OutOfProcessBackend::writeInputCopies(ArrayRef<JobState *> Pending) {
   ExtraScope Scope(Compat, "DTLTO write input copies");
   std::vector<std::string> Read;
@@ -554,9 +664,24 @@ Error OutOfProcessBackend::writeInputCopies(ArrayRef<JobState *> Pending) {
       if (Seen.insert(M).second)
         Read.push_back(M);
   }
-  return writeCopies(
-      Read, trace(), [this](StringRef Path) { Temps.add(Path); },
-      [this](StringRef Path) { Temps.forget(Path); });
+  return writeCopiesOnce(Read);
+}
+
+Error OutOfProcessBackend::writeCopiesOnce(ArrayRef<std::string> ModuleIDs) {
+  std::lock_guard<std::mutex> Lock(CopiesMu);
+  std::vector<std::string> New;
+  for (const std::string &ID : ModuleIDs)
+    if (!CopiesWritten.contains(ID))
+      New.push_back(ID);
+  if (New.empty())
+    return Error::success();
+  if (Error E = writeCopies(
+          New, trace(), [this](StringRef Path) { Temps.add(Path); },
+          [this](StringRef Path) { Temps.forget(Path); }))
+    return E;
+  for (const std::string &ID : New)
+    CopiesWritten.insert(ID);
+  return Error::success();
 }
 
 // dtlto-backend gets the linker's LTO configuration and the whole combined
@@ -571,8 +696,261 @@ Error OutOfProcessBackend::writeNativeBackendFiles() {
   if (Error E = writeBackendConfig(Native->Config, Conf, Mllvm))
     return E;
   Temps.add(Native->CombinedIndex);
-  return writeFile(Native->CombinedIndex, "combined index",
-                   [&](raw_ostream &OS) { writeIndexToFile(CombinedIndex, OS); });
+  return writeFile(
+      Native->CombinedIndex, "combined index",
+      [&](raw_ostream &OS) { writeIndexToFile(CombinedIndex, OS); });
+}
+
+// Writes what the jobs share and the manifest (streaming: with no jobs),
+// and starts the distributor with its channels.
+Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
+                                     bool Stream) {
+  if (Native)
+    if (Error E = writeNativeBackendFiles())
+      return E;
+  std::string Manifest = manifestPath(S.LinkerOutputFile);
+  {
+    TimeTraceScope Scope("Emit DTLTO JSON");
+    Temps.add(Manifest);
+    if (Error E = writeManifest(Manifest, Common, ManifestJobs))
+      return E;
+    if (!Compat) {
+      std::string Side = engineInfoPath(Manifest);
+      Temps.add(Side);
+      if (Error E = writeEngineInfo(Side, Common, ManifestJobs, Stream))
+        return E;
+    }
+  }
+  FarmStart = Clock::now();
+  Expected<std::unique_ptr<DistributorProcess>> P = DistributorProcess::start(
+      *DistributorPath, S.DistributorArgs, Manifest, Stream,
+      [this](StringRef Line) { onEventLine(Line); },
+      [this] {
+        {
+          std::lock_guard<std::mutex> Lock(Mu);
+          FarmExited = true;
+        }
+        Changed.notify_all();
+      });
+  if (!P)
+    return P.takeError();
+  std::lock_guard<std::mutex> Lock(Mu);
+  Farm = std::move(*P);
+  Run.DistributorRan = true;
+  return Error::success();
+}
+
+// Streaming: the farm starts with the first job to send. A farm that cannot
+// be started leaves its jobs to the linker (with the local fallback on).
+Error OutOfProcessBackend::ensureStreamingFarm() {
+  std::lock_guard<std::mutex> Lock(FarmStartMu);
+  if (FarmStartFailure)
+    return makeError(*FarmStartFailure);
+  {
+    std::lock_guard<std::mutex> L(Mu);
+    if (Farm)
+      return Error::success();
+  }
+  if (Error E = startFarm({}, /*Stream=*/true)) {
+    FarmStartFailure = toString(std::move(E));
+    return makeError(*FarmStartFailure);
+  }
+  return Error::success();
+}
+
+// Streaming, on the pool thread that made the job: a free local slot takes
+// it, else it goes to the distributor at once, its copies written first.
+void OutOfProcessBackend::handOver(JobState &State) {
+  {
+    std::unique_lock<std::mutex> Lock(Mu);
+    if (LocalBusy < LocalSlots) {
+      ++LocalBusy;
+      State.LocalCopy = true;
+      LocalPool->async(
+          [this, &State] { runInLocalSlot(State, Source::LocalSlot); });
+      return;
+    }
+  }
+  if (Error E = ensureStreamingFarm()) {
+    consumeError(std::move(E)); // reported once, by wait()
+    return;
+  }
+  std::vector<std::string> Read = {State.J.ModuleID};
+  Read.insert(Read.end(), State.J.ImportedFrom.begin(),
+              State.J.ImportedFrom.end());
+  if (Error E = writeCopiesOnce(Read))
+    return jobFailed(State, std::move(E));
+  std::lock_guard<std::mutex> Lock(Mu);
+  State.Handed = true;
+  State.Id = Handed.size();
+  State.HandedAt = Clock::now();
+  Handed.push_back(&State);
+  Farm->send(jobRecordLine(State.Id, State.J));
+}
+
+// One line of the event channel, on the distributor's reader thread.
+void OutOfProcessBackend::onEventLine(StringRef Line) {
+  if (Line.trim().empty())
+    return;
+  Expected<JobEvent> E = parseJobEvent(Line);
+  std::unique_lock<std::mutex> Lock(Mu);
+  if (E && E->Id >= Handed.size())
+    E = makeError("job " + Twine(E->Id) + " does not exist (" +
+                  Twine(Handed.size()) + " jobs)");
+  if (!E) {
+    std::string Why = toString(E.takeError());
+    if (EventChannelProblem.empty()) {
+      std::string Shown = Line.take_front(80).str();
+      for (char &C : Shown)
+        if (!isPrint(C))
+          C = '?';
+      EventChannelProblem =
+          "ignored a line of the DTLTO event channel of '" +
+          distributorShortName(S.Distributor, S.DistributorArgs) + "', '" +
+          Shown + (Line.size() > 80 ? "...'" : "'") + ": " + Why +
+          " (docs/manifest.md, \"The event channel\")";
+    }
+    return;
+  }
+  JobState &State = *Handed[E->Id];
+  ++EventsSeen;
+  switch (E->What) {
+  case JobEvent::Started:
+    State.FarmStarted = true;
+    State.FarmStartedAt = Clock::now();
+    break;
+  case JobEvent::Failed:
+    if (!E->Retry && !State.finished()) {
+      State.FarmGaveUp = true;
+      State.FallbackReason = "the DTLTO distributor failed the job for '" +
+                             State.J.ModuleID + "'" +
+                             (E->Reason.empty() ? "" : ": " + E->Reason);
+    }
+    break;
+  case JobEvent::Done:
+    if (State.finished())
+      break;
+    Lock.unlock();
+    takeFarmObject(State, /*AfterExit=*/false);
+    Lock.lock();
+    break;
+  default:
+    break;
+  }
+  Lock.unlock();
+  Changed.notify_all();
+}
+
+// The distributor's object for a job: checked, then linked (and cached). A
+// bad one leaves the job to a local slot now, or to the fallback.
+void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit) {
+  Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(State);
+  if (!Obj) {
+    std::string Why = toString(Obj.takeError());
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (State.finished())
+      return;
+    // A bad object reported done is the farm's answer; after the farm has
+    // exited, a failure it reported says more than the missing object.
+    if (!AfterExit) {
+      State.FallbackReason = Why;
+      State.FarmGaveUp = true;
+    } else if (State.FallbackReason.empty()) {
+      State.FallbackReason = Why;
+    }
+    return;
+  }
+  StringRef Object = (*Obj)->getBuffer();
+  if (!finishJob(State, Object, Source::Farm))
+    return;
+  storeInCache(State, Object);
+  double Seconds = std::chrono::duration<double>(
+                       Clock::now() - (State.FarmStarted ? State.FarmStartedAt
+                                                         : State.HandedAt))
+                       .count();
+  std::lock_guard<std::mutex> Lock(Mu);
+  SecondsPerByte.push_back(Seconds / std::max<uint64_t>(State.J.InputBytes, 1));
+}
+
+// What a free local slot does next, in this order: a job the farm gave up
+// on; a job the farm has not started (the smallest: the farm starts the
+// largest first); a job the farm has run far longer than its size predicts
+// (hedging). Under Mu.
+JobState *OutOfProcessBackend::pickForLocalSlot(Source &Kind) {
+  JobState *Unstarted = nullptr, *Straggler = nullptr;
+  double Worst = 0;
+  double Rate = 0;
+  if (HedgeFactor > 0 && SecondsPerByte.size() >= 2) {
+    std::vector<double> R = SecondsPerByte;
+    std::nth_element(R.begin(), R.begin() + R.size() / 2, R.end());
+    Rate = R[R.size() / 2];
+  }
+  Clock::time_point Now = Clock::now();
+  for (JobState *State : Handed) {
+    if (State->finished() || State->LocalCopy)
+      continue;
+    if (State->FarmGaveUp) {
+      Kind = Source::Fallback;
+      return State;
+    }
+    if (!State->FarmStarted) {
+      if (!Unstarted || State->J.InputBytes < Unstarted->J.InputBytes)
+        Unstarted = State;
+      continue;
+    }
+    if (!Rate)
+      continue;
+    double Ran =
+        std::chrono::duration<double>(Now - State->FarmStartedAt).count();
+    double Predicted = Rate * std::max<uint64_t>(State->J.InputBytes, 1);
+    double Over = Ran / std::max(Predicted, 1e-3);
+    if (Ran >= 1.0 && Over > HedgeFactor && Over > Worst) {
+      Worst = Over;
+      Straggler = State;
+    }
+  }
+  if (Unstarted) {
+    Kind = Source::LocalSlot;
+    return Unstarted;
+  }
+  Kind = Source::Hedge;
+  return Straggler;
+}
+
+void OutOfProcessBackend::fillLocalSlots(std::unique_lock<std::mutex> &Lock) {
+  while (LocalBusy < LocalSlots) {
+    Source Kind;
+    JobState *State = pickForLocalSlot(Kind);
+    if (!State)
+      return;
+    ++LocalBusy;
+    State->LocalCopy = true;
+    // The farm need not run what the linker now runs itself.
+    if (Streaming && Farm && !State->FarmStarted) {
+      State->Cancelled = true;
+      Farm->send(cancelLine(State->Id));
+    }
+    LocalPool->async([this, State, Kind] { runInLocalSlot(*State, Kind); });
+  }
+}
+
+void OutOfProcessBackend::runInLocalSlot(JobState &State, Source Kind) {
+  Clock::time_point Start = Clock::now();
+  {
+    WorkerTrace Worker(trace());
+    Expected<SmallString<0>> Object = compileToBuffer(State);
+    if (!Object)
+      jobFailed(State, Object.takeError());
+    else
+      finishJob(State, *Object, Kind);
+  }
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    --LocalBusy;
+    SecondsPerByte.push_back(secondsSince(Start) /
+                             std::max<uint64_t>(State.J.InputBytes, 1));
+  }
+  Changed.notify_all();
 }
 
 Error OutOfProcessBackend::runJobs() {
@@ -585,9 +963,17 @@ Error OutOfProcessBackend::runJobs() {
   for (JobState &State : Jobs)
     if (State.Started)
       Started.push_back(&State);
-  emitWarnings(Started);
-  if (Error E = jobFailures(Started))
-    return E;
+  if (Streaming) {
+    // Streaming jobs may be running on the farm or in local slots: the
+    // warnings and errors of preparation wait until nothing else runs.
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (Farm)
+      Farm->send(endLine());
+  } else {
+    emitWarnings(Started);
+    if (Error E = jobFailures(Started))
+      return E;
+  }
 
   std::vector<JobState *> Pending;
   for (JobState *State : Started)
@@ -600,43 +986,114 @@ Error OutOfProcessBackend::runJobs() {
     return Error::success();
   }
 
-  // Task order, as LLVM's own DTLTO (and tests of distributors written for
-  // it, which map jobs to results by position); our distributors schedule
-  // the largest first from the side file.
-  std::vector<const Job *> ManifestJobs;
-  for (const JobState *State : Pending)
-    ManifestJobs.push_back(&State->J);
-
-  if (Error E = writeInputCopies(Pending))
-    return E;
-  if (Native)
-    if (Error E = writeNativeBackendFiles())
-      return E;
-
-  std::string Manifest = manifestPath(S.LinkerOutputFile);
-  {
-    TimeTraceScope Scope("Emit DTLTO JSON");
-    Temps.add(Manifest);
-    if (Error E = writeManifest(Manifest, Common, ManifestJobs))
-      return E;
-    if (!Compat) {
-      std::string Side = engineInfoPath(Manifest);
-      Temps.add(Side);
-      if (Error E = writeEngineInfo(Side, Common, ManifestJobs))
-        return E;
+  if (!Streaming) {
+    // Local slots claim the smallest jobs before the farm sees them; the
+    // farm gets the others, in task order, as LLVM's own DTLTO (and tests of
+    // distributors written for it, which map jobs to results by position);
+    // our distributors schedule the largest first from the side file.
+    std::vector<JobState *> BySize = Pending;
+    llvm::stable_sort(BySize, [](const JobState *A, const JobState *B) {
+      return A->J.InputBytes < B->J.InputBytes;
+    });
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      for (JobState *State : BySize) {
+        if (LocalBusy == LocalSlots)
+          break;
+        ++LocalBusy;
+        State->LocalCopy = true;
+        LocalPool->async(
+            [this, State] { runInLocalSlot(*State, Source::LocalSlot); });
+      }
     }
+    std::vector<JobState *> ToFarm;
+    std::vector<const Job *> ManifestJobs;
+    for (JobState *State : Pending)
+      if (!State->LocalCopy) {
+        ToFarm.push_back(State);
+        ManifestJobs.push_back(&State->J);
+      }
+    if (Error E = writeInputCopies(ToFarm))
+      return E;
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      for (JobState *State : ToFarm) {
+        State->Handed = true;
+        State->Id = Handed.size();
+        State->HandedAt = Clock::now();
+        Handed.push_back(State);
+      }
+    }
+    if (!ToFarm.empty())
+      if (Error E = startFarm(ManifestJobs, /*Stream=*/false)) {
+        // As a distributor that failed: its jobs go to the fallback.
+        if (!LocalFallback)
+          return E;
+        FarmStartFailure = toString(std::move(E));
+      }
   }
 
-  Clock::time_point DistributorStart = Clock::now();
+  // Until every job has an object, or the farm is gone (or out of time).
   Error DistributorError = Error::success();
+  bool StoppedByUs = false;
   {
     TimeTraceScope Scope("Execute DTLTO distributor", *DistributorPath);
-    DistributorError = runDistributor(*DistributorPath, S.DistributorArgs,
-                                      Manifest, TimeoutSeconds);
+    std::optional<Clock::time_point> Deadline;
+    std::unique_lock<std::mutex> Lock(Mu);
+    if (Farm && TimeoutSeconds)
+      Deadline = FarmStart + std::chrono::seconds(TimeoutSeconds);
+    for (;;) {
+      if (LocalSlots)
+        fillLocalSlots(Lock);
+      if ((!Farm && !LocalBusy) || (Farm && FarmExited))
+        break;
+      // Every job has its object. A farm left with nothing but copies of
+      // jobs the linker did itself (one-shot has no way to cancel them) is
+      // stopped; any other is let finish, and say what it did, by itself.
+      if (!Unfinished && !LocalBusy &&
+          (!Farm || (!Streaming && any_of(Handed, [](const JobState *S) {
+            return S->From != Source::Farm;
+          }))))
+        break;
+      if (Deadline && Clock::now() >= *Deadline) {
+        Lock.unlock();
+        Farm->stop();
+        Lock.lock();
+        DistributorError =
+            makeError("the DTLTO distributor '" +
+                      distributorName(*DistributorPath, S.DistributorArgs) +
+                      "' did not finish within " + Twine(TimeoutSeconds) +
+                      " s (-mllvm -dtlto-distributor-timeout / "
+                      "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
+        StoppedByUs = true;
+        break;
+      }
+      // Hedging looks at how long jobs have run: look again now and then.
+      Clock::time_point Wake = Clock::now() + std::chrono::hours(24);
+      if (LocalSlots && HedgeFactor > 0)
+        Wake = Clock::now() + std::chrono::milliseconds(200);
+      if (Deadline)
+        Wake = std::min(Wake, *Deadline);
+      Changed.wait_until(Lock, Wake);
+    }
+    std::unique_ptr<DistributorProcess> P = std::move(Farm);
+    bool Exited = FarmExited;
+    Lock.unlock();
+    if (P) {
+      // Every job has its object: what the farm still runs is not needed.
+      if (!Exited && !StoppedByUs) {
+        P->stop();
+        StoppedByUs = true;
+      }
+      if (!StoppedByUs)
+        DistributorError = P->exitStatus();
+      P.reset(); // its threads are gone: no more events
+    }
   }
+  Run.DistributorSeconds = Run.DistributorRan ? secondsSince(FarmStart) : 0;
+  if (FarmStartFailure && !DistributorError)
+    DistributorError = makeError(*FarmStartFailure);
 
-  Run.DistributorRan = true;
-  Run.DistributorSeconds = secondsSince(DistributorStart);
   // What a compiler that failed (a full disk) or was stopped left beside
   // the objects: the distributor's process group is gone by now.
   {
@@ -646,69 +1103,103 @@ Error OutOfProcessBackend::runJobs() {
     for (const std::string &Stray : strayCompilerFiles(Objects))
       sys::fs::remove(Stray);
   }
-  if (DistributorError && !LocalFallback)
+  if (!EventChannelProblem.empty())
+    warn(EventChannelProblem);
+  if (DistributorError && !LocalFallback) {
+    if (LocalPool)
+      LocalPool->wait();
     return makeError(toString(std::move(DistributorError)) +
-                     (S.SaveTemps ? "" : "; link with --save-temps to keep "
-                                         "the manifest and the shards"));
+                     (S.SaveTemps ? ""
+                                  : "; link with --save-temps to keep "
+                                    "the manifest and the shards"));
+  }
   // Every object there is gets checked, even after the distributor failed:
   // one that died partway keeps what it finished, and only the rest is
   // compiled in the linker.
   bool Failed = static_cast<bool>(DistributorError);
   {
     TimeTraceScope Scope("Add DTLTO files to the link");
-    for (JobState *State : Pending)
-      BackendThreadPool.async([this, State, Failed] {
-        WorkerTrace Worker(trace());
-        Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(*State);
-        if (!Obj) {
-          if (!LocalFallback)
-            return jobFailed(*State, Obj.takeError());
-          State->FallbackReason = toString(Obj.takeError());
-          // After a failed distributor one warning says it all.
-          if (!Failed)
-            State->Warnings.push_back(State->FallbackReason +
-                                      "; compiled it in the linker instead");
-          return;
-        }
-        if (Error E = addObject(*State, (*Obj)->getBuffer()))
-          return jobFailed(*State, std::move(E));
-        storeInCache(*State, (*Obj)->getBuffer());
-      });
+    for (JobState *State : Handed)
+      if (!State->finished())
+        BackendThreadPool.async([this, State] {
+          WorkerTrace Worker(trace());
+          takeFarmObject(*State, /*AfterExit=*/true);
+        });
     BackendThreadPool.wait();
   }
-  size_t FellBack = count_if(Pending, [](const JobState *State) {
-    return !State->FallbackReason.empty();
-  });
+  // Local slots finish what they run (a hedged copy may still win).
+  if (LocalPool)
+    LocalPool->wait();
+  // A streaming distributor that reported nothing and left no object may
+  // not speak the protocol at all (it got a manifest without jobs): one
+  // warning says so, rather than one per job.
+  bool Unheard = !Failed && Streaming && !EventsSeen && !Handed.empty() &&
+                 none_of(Pending, [](const JobState *S) {
+                   return S->From == Source::Farm;
+                 });
+  std::vector<JobState *> FellBack;
+  for (JobState *State : Pending) {
+    // Compiled by a local slot once the farm had failed it.
+    if (State->From == Source::Fallback && !Failed)
+      State->Warnings.push_back(State->FallbackReason +
+                                "; compiled it in the linker instead");
+    if (State->finished() || !State->Failure.empty())
+      continue;
+    if (State->FallbackReason.empty())
+      State->FallbackReason =
+          FarmStartFailure ? *FarmStartFailure
+                           : "the DTLTO distributor returned no object for '" +
+                                 State->J.ModuleID + "'";
+    if (!LocalFallback) {
+      jobFailed(*State, makeError(State->FallbackReason));
+      continue;
+    }
+    FellBack.push_back(State);
+    // After a failed distributor one warning says it all.
+    if (!Failed && !Unheard)
+      State->Warnings.push_back(State->FallbackReason +
+                                "; compiled it in the linker instead");
+  }
   if (Failed) {
-    size_t Kept = Pending.size() - FellBack;
+    size_t Kept = Pending.size() - FellBack.size();
     auto Jobs = [](size_t N) {
       return std::to_string(N) + (N == 1 ? " job" : " jobs");
     };
     std::string What =
-        !FellBack ? "; the objects of all " + Jobs(Kept) +
-                        " passed the checks and are used"
-        : !Kept   ? "; compiling its " + Jobs(FellBack) + " in the linker instead"
-                  : "; kept the objects of " + Jobs(Kept) +
-                        " that passed the checks, compiling the other " +
-                        Jobs(FellBack) + " in the linker instead";
+        FellBack.empty() ? "; the objects of all " + Jobs(Kept) +
+                               " passed the checks and are used"
+        : !Kept ? "; compiling its " + Jobs(FellBack.size()) +
+                      " in the linker instead"
+                : "; kept the objects of " + Jobs(Kept) +
+                      " that passed the checks, compiling the other " +
+                      Jobs(FellBack.size()) + " in the linker instead";
     warn(toString(std::move(DistributorError)) + What);
   }
+  if (Unheard && !FellBack.empty())
+    warn("the DTLTO distributor '" +
+         distributorName(*DistributorPath, S.DistributorArgs) + "' was sent " +
+         Twine(Handed.size()) +
+         " jobs on the job channel and reported none, nor left their "
+         "objects: does it speak the streaming protocol (docs/manifest.md)? "
+         "-mllvm -dtlto-stream=off (DTLTO_STREAM=0) gives it a whole "
+         "manifest; compiling " +
+         Twine(FellBack.size()) + " jobs in the linker instead");
   warnCacheWrites(Pending);
-  emitWarnings(Pending);
-  if (Error E = jobFailures(Pending))
+  emitWarnings(Started);
+  if (Error E = jobFailures(Started))
     return E;
 
-  if (FellBack) {
+  if (!FellBack.empty()) {
     ExtraScope Scope(Compat, "DTLTO compile in the linker");
-    for (JobState *State : Pending) {
-      if (State->FallbackReason.empty())
-        continue;
+    for (JobState *State : FellBack)
       BackendThreadPool.async([this, State] {
         WorkerTrace Worker(trace());
-        if (Error E = compileInLinker(*State))
-          jobFailed(*State, std::move(E));
+        Expected<SmallString<0>> Object = compileToBuffer(*State);
+        if (!Object)
+          jobFailed(*State, Object.takeError());
+        else
+          finishJob(*State, *Object, Source::Fallback);
       });
-    }
     BackendThreadPool.wait();
   }
   if (Error E = jobFailures(Pending))
@@ -718,7 +1209,12 @@ Error OutOfProcessBackend::runJobs() {
     TimeTraceScope Scope("Remove DTLTO temporary files");
     Temps.removeAll();
   }
-  Run.FellBack = FellBack;
+  Run.Distributed = Handed.size();
+  for (const JobState *State : Pending) {
+    Run.FellBack += State->From == Source::Fallback;
+    Run.LocalSlot += State->From == Source::LocalSlot;
+    Run.Hedged += State->From == Source::Hedge;
+  }
   printSummary();
   return Error::success();
 }
@@ -727,19 +1223,33 @@ Error OutOfProcessBackend::runJobs() {
 // linker: what ran where, and how many jobs each path took.
 //   dtlto: 33 ThinLTO jobs: 3 from the cache, 30 given to 'python3 local.py'
 //   (0.85 s): 28 objects from it, 2 compiled in the linker; backend 0.90 s
+// With local slots: "...; 4 run by the linker's 2 local slots (1 hedged)".
 void OutOfProcessBackend::printSummary() {
   if (!verbose() && !Run.FellBack)
     return;
+  auto Count = [&](Source From) {
+    return count_if(Jobs, [&](const JobState &S) { return S.From == From; });
+  };
+  size_t Cached = Count(Source::Cache);
   raw_ostream &OS = errs();
   OS << "dtlto: " << Run.Jobs << " ThinLTO jobs: ";
-  if (!Run.DistributorRan) {
+  if (!Run.DistributorRan && !Run.LocalSlot && !Run.Hedged) {
     OS << "all from the cache, no distributor started";
   } else {
-    OS << (Run.Jobs - Run.Distributed) << " from the cache, " << Run.Distributed
-       << " given to '" << distributorShortName(S.Distributor, S.DistributorArgs)
-       << "'" << format(" (%.2f s): ", Run.DistributorSeconds)
-       << (Run.Distributed - Run.FellBack) << " objects from it, "
-       << Run.FellBack << " compiled in the linker";
+    OS << Cached << " from the cache, ";
+    if (Run.DistributorRan)
+      OS << Handed.size() << " given to '"
+         << distributorShortName(S.Distributor, S.DistributorArgs) << "'"
+         << format(Streaming ? " (streaming, %.2f s): " : " (%.2f s): ",
+                   Run.DistributorSeconds)
+         << Count(Source::Farm) << " objects from it, " << Run.FellBack
+         << " compiled in the linker";
+    else
+      OS << "no distributor started";
+    if (LocalSlots)
+      OS << "; " << (Run.LocalSlot + Run.Hedged) << " run by the linker's "
+         << LocalSlots << " local slot" << (LocalSlots == 1 ? "" : "s") << " ("
+         << Run.Hedged << " hedged)";
   }
   OS << format("; backend %.2f s\n", secondsSince(StartTime));
 }
@@ -768,8 +1278,8 @@ ThinBackend lto::createOutOfProcessThinBackend(
                   const DenseMap<StringRef, GVSummaryMapTy> &DefinedGVs,
                   AddStreamFn AddStream, FileCache Cache) {
     return std::make_unique<OutOfProcessBackend>(
-        Conf, CombinedIndex, DefinedGVs, std::move(AddStream),
-        std::move(Cache), Parallelism, S);
+        Conf, CombinedIndex, DefinedGVs, std::move(AddStream), std::move(Cache),
+        Parallelism, S);
   };
   return ThinBackend(Make, Parallelism);
 }

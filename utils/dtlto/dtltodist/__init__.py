@@ -7,7 +7,13 @@
   report    progress, errors, summary line and exit codes
   cli       the options every distributor shares, and the main flow
   batch     the main flow of engines that run every job in one process
-            (SN-DBS, Incredibuild)
+            (SN-DBS, Incredibuild, FASTBuild)
+  bundle    one job as one file, for engines that send one input per
+            compile (distcc, icecream, FASTBuild); docs/bundle.md
+  hostpool  slots spread over a list of hosts (ssh.py, distcc.py)
+  selfcontained, summary
+            --self-contained: the import step here, plain clang on the
+            farm; which links cannot go that way (the index shards)
   cmdline   argv as one command-line string (Windows rules) for engines
             that take a string
   transfer  a job's files as tar streams to and from a machine that does

@@ -16,6 +16,15 @@ command (a Plan); this module does the rest the same way for each:
 
 An engine that exits non-zero fails the run even when every output exists:
 we cannot tell a complete object from one its failure left behind.
+
+An engine whose jobs read more than the plan's text files, or that leaves
+each job's output in a place of its own (FASTBuild: one bundle in, its
+object in the engine's output directory), gives three more things:
+prepare(directory) writes the rest (also for --emit-only), staged names
+where the engine leaves each job's object (progress watches those), and
+collect(job, path) checks that object and moves it into place once the
+engine has ended, whatever its exit code (the linker checks every object
+again and uses those that pass).
 """
 
 import os
@@ -27,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import cli, paths
-from .manifest import Manifest
+from .manifest import Job, Manifest
 from .report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, Reporter, exit_code_for_signal,
                      plural, size_text)
-from .runner import JobResult, check_outputs, supervise
+from .runner import JobResult, check_outputs, output_problem, supervise
 
 # Failing jobs named one per line, up to this many: a farm that failed
 # everything should not bury its own message under 10000 lines.
@@ -49,6 +58,11 @@ class Plan:
     files: dict[str, str] = field(default_factory=dict)  # name in the directory -> text
     env: dict | None = None  # the engine's environment (None: ours)
     hint: str = ""  # what to do when the engine cannot be found
+    cwd: str | None = None  # the engine's working directory (None: ours)
+    stdout_to_stderr: bool = False  # the engine prints on stdout what belongs on stderr
+    prepare: Callable[[str], None] | None = None  # (directory): the rest of its files; OSError
+    staged: dict[int, str] = field(default_factory=dict)  # job index -> where its object lands
+    collect: Callable[[Job, str], str] | None = None  # (job, staged path) -> problem, or ''
 
 
 # make_plan(manifest, directory) -> Plan; directory is absolute and is where
@@ -82,11 +96,16 @@ def work_directory(manifest_path: str, slug: str) -> str:
     return f"{stem}.{slug}"
 
 
-def run(prog: str, args, slug: str, make_plan: MakePlan) -> int:
-    """The main flow of a one-process engine; returns the exit code."""
+def run(prog: str, args, slug: str, make_plan: MakePlan,
+        directory: Callable[[Manifest], str] | None = None) -> int:
+    """The main flow of a one-process engine; returns the exit code.
+    directory(manifest) is where a run keeps the engine's files (default:
+    work_directory(manifest path, slug))."""
     m = cli.load_or_exit(prog, args.manifest)
-    directory = os.path.abspath(args.emit_only) if args.emit_only else \
-        work_directory(m.path, slug)
+    if args.emit_only:
+        directory = os.path.abspath(args.emit_only)
+    else:
+        directory = directory(m) if directory else work_directory(m.path, slug)
     try:
         plan = make_plan(m, directory)
     except PlanError as e:
@@ -96,8 +115,11 @@ def run(prog: str, args, slug: str, make_plan: MakePlan) -> int:
         try:
             os.makedirs(directory, exist_ok=True)
             _write_files(directory, plan.files)
+            if plan.prepare:
+                plan.prepare(directory)
         except OSError as e:
-            print(f"{prog}: error: cannot write into {directory}: {e.strerror}", file=sys.stderr)
+            print(f"{prog}: error: cannot write into {directory}: {_why(e, directory)}",
+                  file=sys.stderr)
             return EXIT_USAGE
         print(shlex.join(plan.argv))
         return EXIT_OK
@@ -108,6 +130,14 @@ def run(prog: str, args, slug: str, make_plan: MakePlan) -> int:
         return EXIT_OK
     reporter = Reporter.for_args(prog, args)
     return _Run(reporter, m, plan, directory).run()
+
+
+def _why(e: OSError, directory: str) -> str:
+    """An OSError in words: the file (unless it is directory) and the
+    reason, or the message."""
+    if e.filename and e.strerror and e.filename != directory:
+        return f"{e.filename}: {e.strerror}"
+    return e.strerror or str(e)
 
 
 def _write_files(directory: str, files: dict[str, str]) -> None:
@@ -146,34 +176,51 @@ class _Run:
         except OSError as e:
             rep.error(f"cannot create {self.directory}: {e.strerror}")
             return EXIT_USAGE
+        collected: dict[int, str] = {}
         try:
-            _write_files(self.directory, plan.files)
+            try:
+                _write_files(self.directory, plan.files)
+                if plan.prepare:
+                    plan.prepare(self.directory)
+            except OSError as e:
+                rep.error(f"cannot write the files for {self.tool} into {self.directory}: "
+                          f"{_why(e, self.directory)}")
+                return EXIT_JOB_FAILED
             rep.verbose_note(f"running: {shlex.join(plan.argv)}")
-            outcome = supervise(plan.argv, tick=self._tick, env=plan.env)
-        except OSError as e:
-            rep.error(f"cannot run {plan.argv[0]}: {e.strerror}")
-            return EXIT_JOB_FAILED
+            try:
+                outcome = supervise(plan.argv, tick=self._tick, env=plan.env, cwd=plan.cwd,
+                                    stdout_to_stderr=plan.stdout_to_stderr)
+            except OSError as e:
+                rep.error(f"cannot run {plan.argv[0]}: {e.strerror}")
+                return EXIT_JOB_FAILED
+            if plan.collect and not outcome.stopped_by:
+                # Before the directory goes: the objects are in it.
+                collected = {job.index: plan.collect(job, plan.staged[job.index])
+                             for job in m.jobs}
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
         if outcome.stopped_by:
             rep.error(f"interrupted by {signal.Signals(outcome.stopped_by).name}; "
                       f"stopped {self.tool}")
             return exit_code_for_signal(outcome.stopped_by)
-        return self._check(outcome.returncode, where)
+        return self._check(outcome.returncode, where, collected)
 
     def _tick(self) -> None:
         # Progress: a job is done when its outputs are there. Only a hint
         # while the engine runs; every output is checked again at the end.
         for job in self.m.jobs:
-            if job.index not in self.reported and not check_outputs(job):
+            if job.index in self.reported:
+                continue
+            staged = self.plan.staged.get(job.index)
+            if not (output_problem(staged) if staged else check_outputs(job)):
                 self.reported.add(job.index)
                 self.rep.finished(JobResult(job, 1, 0))
 
-    def _check(self, returncode: int, where: str) -> int:
+    def _check(self, returncode: int, where: str, collected: dict[int, str]) -> int:
         rep = self.rep
         failed = []
         for job in self.m.jobs:
-            problem = check_outputs(job)
+            problem = collected[job.index] if self.plan.collect else check_outputs(job)
             if problem:
                 failed.append((job, problem))
             elif job.index not in self.reported:

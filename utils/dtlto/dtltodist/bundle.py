@@ -21,8 +21,10 @@ directory and every file, so that the shard's module paths still name the
 right files.
 """
 
+import errno
 import json
 import os
+import shutil
 import zlib
 
 from . import transfer
@@ -36,6 +38,20 @@ SUFFIX = ".i"  # what distcc and icecream send as one preprocessed source
 def is_backend(compiler: str) -> bool:
     """Is this manifest compiler dtlto-backend (the engine's own rule)?"""
     return os.path.basename(compiler).startswith("dtlto-backend")
+
+
+def farm_backend(m: Manifest, given: str | None) -> str:
+    """The dtlto-backend here that runs the bundles on a farm that takes
+    its compiler from us (icecream's environment, FASTBuild's tool
+    manifest), as an absolute path: the one given, else the manifest's
+    compiler when it is dtlto-backend, else dtlto-backend in PATH.
+    ValueError when there is none."""
+    backend = given or (m.compiler if is_backend(m.compiler) else shutil.which("dtlto-backend"))
+    if not backend or not os.path.isfile(backend) or not os.access(backend, os.X_OK):
+        raise ValueError("cannot find dtlto-backend, which runs the bundles on the farm: "
+                         + (f"'{given}' is not an executable file" if given else
+                            "give --backend PATH"))
+    return os.path.abspath(backend)
 
 
 def header(m: Manifest, job: Job, plan: transfer.Plan) -> dict:
@@ -110,3 +126,21 @@ def object_problem(path: str) -> str:
                            or head[:4] == b"\x00\x00\xff\xff"):
         return ""
     return "is not an object file"
+
+
+def place(src: str, dst: str) -> None:
+    """Move a checked object into place, atomically (through a temporary
+    file next to dst when src is on another filesystem). OSError."""
+    try:
+        os.replace(src, dst)
+        return
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+    tmp = os.path.join(os.path.dirname(os.path.abspath(dst)), f".dtlto-{os.getpid()}.o")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

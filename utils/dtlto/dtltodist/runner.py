@@ -180,6 +180,15 @@ class Slots:
         return plural(self.limit, "slot")
 
 
+def local_cpus() -> int:
+    """The CPUs this process may run on (taskset, cgroups), not all the
+    machine has: how many jobs run here at once."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def run_quick(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
     """Run a short helper command (a cluster query, a clean-up) with its
     output captured, killed after timeout seconds (returncode None then).
@@ -459,7 +468,8 @@ class Supervised:
 
 def supervise(argv: list[str], tick: Callable[[], None] | None = None,
               interval: float = 1.0, env: dict | None = None,
-              grace: float = 5.0) -> Supervised:
+              grace: float = 5.0, cwd: str | None = None,
+              stdout_to_stderr: bool = False) -> Supervised:
     """Run one engine process that runs every job itself, and wait for it.
 
     Unlike Runner's jobs it keeps our stdout and stderr, so the engine's own
@@ -469,7 +479,9 @@ def supervise(argv: list[str], tick: Callable[[], None] | None = None,
     `grace` seconds (or at a second signal) is killed. Whatever it leaves
     behind in its group when it exits is killed too: nothing outlives us.
     On Windows the engine shares our console, so Ctrl-C reaches it directly.
-    tick() is called about every `interval` seconds while it runs (progress).
+    cwd is the engine's working directory (None: ours); stdout_to_stderr
+    sends what it prints on stdout to our stderr (the linker's stdout may
+    be a pipe someone parses). tick() is called about every `interval` seconds while it runs (progress).
     Raises OSError when the process cannot be started. Main thread only.
     """
     posix = os.name == "posix"
@@ -482,7 +494,8 @@ def supervise(argv: list[str], tick: Callable[[], None] | None = None,
     # starts is passed on too (the loop below does that first thing).
     old_handlers = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                                stdout=sys.stderr.fileno() if stdout_to_stderr else None,
                                 start_new_session=posix)
     except BaseException:
         for s, handler in old_handlers.items():

@@ -257,11 +257,13 @@ class Tally:
         self.received = 0
         self.shared = False  # files stay on a shared filesystem
 
-    def describe(self) -> str:
-        """'2 nodes (n1: 3, n2: 2), 1 retry, 1.2 MiB moved'."""
-        places = ", ".join(f"{w}: {n}" for w, n in sorted(self.where.items()))
-        text = plural(len(self.where), self.noun) + (f" ({places})" if places else "")
-        text += ", " + plural(self.retries, "retry").replace("retrys", "retries")
+    def describe(self, places: str | None = None) -> str:
+        """'2 nodes (n1: 3, n2: 2), 1 retry, 1.2 MiB moved'; places, when
+        given, says where instead of the first part."""
+        if places is None:
+            where = ", ".join(f"{w}: {n}" for w, n in sorted(self.where.items()))
+            places = plural(len(self.where), self.noun) + (f" ({where})" if where else "")
+        text = places + ", " + plural(self.retries, "retry").replace("retrys", "retries")
         moved = "shared filesystem" if self.shared else \
             f"{size_text(self.sent + self.received)} moved"
         return f"{text}, {moved}"

@@ -24,10 +24,10 @@ link runs with the local fallback on and is classified:
 The seed makes a run repeatable; the last line sums up.
 
 --crafted first makes one damage of each kind the engine's structure check
-looks for (one field of one ELF structure made wrong: a section's alignment,
-type or flags, a mergeable section's piece size or last string, an .eh_frame
-length or CIE pointer, a relocation's offset or symbol, a symbol's name,
-section or value) and prints, for each, the verdict and the engine's
+looks for (one field of one ELF structure made wrong: the file's type, a
+section's alignment, type or flags, a mergeable section's piece size or last string, an .eh_frame
+length or CIE pointer, a relocation's offset or symbol, where the locals end,
+a symbol's binding, name, section or value) and prints, for each, the verdict and the engine's
 warning.
 """
 import argparse
@@ -46,10 +46,10 @@ KINDS = ("truncate", "header-flip", "section-table-flip", "any-flip", "symbol-na
          "other-target", "other-module", "huge", "empty", "zero-page")
 
 
-CRAFTED = ("bad-alignment", "huge-alignment", "unknown-section-type", "thread-local-code",
+CRAFTED = ("not-relocatable", "linked-file-section", "bad-alignment", "huge-alignment", "unknown-section-type", "thread-local-code",
            "merge-pieces", "unterminated-string", "eh-frame-length", "cie-pointer",
-           "relocation-offset", "relocation-symbol", "symbol-name", "symbol-section",
-           "symbol-value")
+           "relocation-offset", "relocation-symbol", "locals-end", "symbol-binding",
+           "symbol-name", "symbol-section", "symbol-value")
 
 
 def u(b, off, size):
@@ -81,7 +81,12 @@ def craft(data: bytes, kind: str) -> bytes:
     by_name = {s[1]: s for s in secs}
     text = next(s for s in secs if s[1].startswith(".text") and s[4])
     comment = by_name[".comment"]  # SHF_MERGE | SHF_STRINGS, in pieces of 1 byte
-    if kind == "bad-alignment":
+    if kind == "not-relocatable":
+        put(b, 0x10, 2, 3)  # ET_DYN
+    elif kind == "linked-file-section":
+        rela = next(s for s in secs if s[2] == 4)
+        put(b, rela[0] + 4, 4, 5)  # SHT_HASH
+    elif kind == "bad-alignment":
         put(b, text[0] + 0x30, 8, 24)
     elif kind == "huge-alignment":
         put(b, text[0] + 0x30, 8, 1 << 35)
@@ -110,7 +115,11 @@ def craft(data: bytes, kind: str) -> bytes:
     else:
         symtab = by_name[".symtab"]
         last = symtab[3] + symtab[4] - symtab[6]
-        if kind == "symbol-name":
+        if kind == "locals-end":
+            put(b, symtab[0] + 0x2c, 4, symtab[4] // symtab[6] + 1)
+        elif kind == "symbol-binding":
+            b[last + 4] = (3 << 4) | (b[last + 4] & 0xf)
+        elif kind == "symbol-name":
             put(b, last, 4, secs[symtab[5]][4] + 100)
         elif kind == "symbol-section":
             put(b, last + 6, 2, len(secs) + 5)

@@ -11,10 +11,11 @@
       tells a farm administrator: dtlto-backend (a copy of --backend) in
       distccd's PATH and in the compiler whitelist (this host's copy of
       /usr/lib/distcc, with a dtlto-backend entry, bind-mounted over it).
-      Each host has its own TMPDIR (FARM_STATE/hI/tmp) and log
-      (FARM_STATE/hI.log, distccd's --log-stderr). --spoil I:garbage makes host I's
-      dtlto-backend write a non-object and exit 0, --spoil I:empty an empty
-      object. --stall-compiler: as for hosts.py (the host that runs the
+      Without --backend the hosts have no dtlto-backend, only Debian's
+      compilers (clang-22 among them, in the whitelist). Each host has its
+      own TMPDIR (FARM_STATE/hI/tmp) and log (FARM_STATE/hI.log, distccd's
+      --log-stderr). --spoil I:garbage makes host I's dtlto-backend write a
+      non-object and exit 0, --spoil I:empty an empty object. --stall-compiler: as for hosts.py (the host that runs the
       first job is killed, distccd and all).
       CMD runs in the client namespace with FARM_STATE, FARM_H1..FARM_HN
       (the hosts' addresses) and FARM_HOSTS (all of them, in DISTCC_HOSTS
@@ -47,24 +48,27 @@ SPOILED = {
 }
 
 
-def host_setup(sb: sandbox.Sandbox, name: str, backend: str, spoil: str | None) -> dict:
-    """The files of one host: its bin, its whitelist, its TMPDIR."""
+def host_setup(sb: sandbox.Sandbox, name: str, backend: str | None,
+               spoil: str | None) -> dict:
+    """The files of one host: its bin, its whitelist, its TMPDIR; without
+    backend a host with Debian's compilers only (plain clang-22)."""
     home = sb.path(name)
     os.makedirs(os.path.join(home, "bin"))
     os.makedirs(os.path.join(home, "tmp"))
     os.chmod(os.path.join(home, "tmp"), 0o1777)
-    program = os.path.join(home, "bin", "dtlto-backend")
-    if spoil:
-        with open(program, "w") as f:
-            f.write(SPOILED[spoil])
-    else:
-        shutil.copy(backend, program)  # the build tree is hidden from the host
-    os.chmod(program, 0o755)
     whitelist = os.path.join(home, "whitelist")
     os.mkdir(whitelist)
     for entry in os.listdir(WHITELIST):
         os.symlink(os.readlink(os.path.join(WHITELIST, entry)), os.path.join(whitelist, entry))
-    os.symlink("../../bin/distcc", os.path.join(whitelist, "dtlto-backend"))
+    if backend or spoil:
+        program = os.path.join(home, "bin", "dtlto-backend")
+        if spoil:
+            with open(program, "w") as f:
+                f.write(SPOILED[spoil])
+        else:
+            shutil.copy(backend, program)  # the build tree is hidden from the host
+        os.chmod(program, 0o755)
+        os.symlink("../../bin/distcc", os.path.join(whitelist, "dtlto-backend"))
     return {"home": home, "whitelist": whitelist}
 
 
@@ -107,7 +111,7 @@ HARNESS = sandbox.Harness("distcc_farm.py", __doc__, TOOLS, "--hosts", start,
                           host=lambda i: f"h{i}",
                           logs=lambda args: [f"h{i}" for i in range(1, args.count + 1)],
                           options=lambda r: (
-                              r.add_argument("--backend", required=True),
+                              r.add_argument("--backend"),
                               r.add_argument("--spoil", action="append", default=[])))
 
 if __name__ == "__main__":

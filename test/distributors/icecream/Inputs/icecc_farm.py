@@ -10,17 +10,37 @@
       tmpfs), 2 slots, its environments in FARM_STATE/hI/envs. Nothing of
       ours is installed on the hosts: the jobs bring their environment.
       Every daemon talks to its clients on its own socket
-      (ICECC_TEST_SOCKET) and logs to FARM_STATE/<name>.log (-vvv).
+      (ICECC_TEST_SOCKET) and logs to FARM_STATE/<name>.log (-vvv). The
+      hosts share this machine's CPUs, and iceccd reports a host whose
+      CPUs are busy (here: other tests running) as loaded, which the
+      scheduler then gives no job: each host sees the /proc/stat of an
+      idle machine instead (a file bind-mounted over it), as a build host
+      of its own would.
       CMD runs in the client namespace with FARM_STATE and the client
       daemon's ICECC_TEST_SOCKET. Everything is torn down however CMD
       ends.
+
+      With --stall-watch, while CMD runs: the first host whose environment
+      has a job waiting at a dtlto-stall.<pid> marker (see doctor, stall)
+      is killed, daemon and all ("harness: killing hI while it runs a
+      job"); jobs waiting on the other hosts get a dtlto-go file next to
+      their marker, and go on.
+
+  icecc_farm.py doctor STATE HOST PROGRAM [--keep-real]
+      Makes HOST (h1, h2, ...) of the running farm whose state directory
+      is STATE a broken host: every environment installed there (by a job
+      that ran on it) gets PROGRAM (Inputs/fake_gcc.c built) as its
+      /usr/bin/gcc, the compiler iceccd runs for our jobs; --keep-real
+      keeps the real one as /usr/bin/gcc.real. Prints how many.
 
   icecc_farm.py missing        what this machine lacks (nothing if ready)
   icecc_farm.py check-clean R  succeeds when nothing recorded in R is left
 """
 
+import glob
 import os
 import pwd
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -29,7 +49,9 @@ import sandbox  # noqa: E402
 
 TOOLS = sandbox.BASE_TOOLS + (("icecc", "icecc"), ("iceccd", "icecc"),
                               ("icecc-scheduler", "icecc"), ("icecc-create-env", "icecc"),
-                              ("python3", "python3"))
+                              ("python3", "python3"),
+                              # clang -static for Inputs/fake_gcc.c (the chroot has no shell)
+                              ("/usr/lib/x86_64-linux-gnu/libc.a", "libc6-dev"))
 SUBNET = "10.231.3"
 NETNAME = "dtltotest"
 
@@ -62,7 +84,11 @@ def start(sb: sandbox.Sandbox, args):
         sandbox.sh("ip", "-n", ns, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
         sandbox.sh("ip", "-n", ns, "link", "set", "eth0", "up")
         argv, env = iceccd(sb, name, 2)
-        sb.spawn(name, argv, netns=ns, host=name, hide=args.hide, env=env)
+        idle = sb.path(name, "proc-stat")
+        with open(idle, "w") as f:  # the counters of an idle CPU, never moving
+            f.write("cpu  0 0 0 1000000 0 0 0 0 0 0\ncpu0 0 0 0 1000000 0 0 0 0 0 0\n")
+        sb.spawn(name, argv, netns=ns, host=name, hide=args.hide, env=env,
+                 bind=[(idle, "/proc/stat")])
     argv, env = iceccd(sb, "client", 0, ["--no-remote"])
     sb.spawn("client", argv, netns=client, env=env)
     for name in [f"h{i}" for i in range(1, args.count + 1)] + ["client"]:
@@ -70,10 +96,69 @@ def start(sb: sandbox.Sandbox, args):
     return dict(os.environ, ICECC_TEST_SOCKET=env["ICECC_TEST_SOCKET"]), client
 
 
+def installed_envs(state: str, host: str) -> list[str]:
+    """The environment directories installed on host."""
+    return sorted(gcc[:-len("/usr/bin/gcc")] for gcc in
+                  glob.glob(os.path.join(state, host, "envs", "target=*", "*", "usr", "bin",
+                                         "gcc")))
+
+
+def doctor(argv: list[str]) -> int:
+    keep = "--keep-real" in argv
+    state, host, program = [a for a in argv if a != "--keep-real"]
+    envs = installed_envs(state, host)
+    if not envs:
+        print(f"doctor: {host} has no environment installed: run a job on it first",
+              file=sys.stderr)
+        return 1
+    for env in envs:
+        gcc = os.path.join(env, "usr", "bin", "gcc")
+        if keep and not os.path.exists(gcc + ".real"):
+            os.rename(gcc, gcc + ".real")
+        shutil.copyfile(program, gcc + ".new")
+        os.chmod(gcc + ".new", 0o755)
+        os.replace(gcc + ".new", gcc)
+    print(f"doctor: {host}: {len(envs)} environment{'s' if len(envs) > 1 else ''}")
+    return 0
+
+
+class StallWatch:
+    """watch() for run_command with --stall-watch (see the module doc)."""
+
+    def __init__(self, sb: sandbox.Sandbox, count: int):
+        self.sb, self.count, self.killed = sb, count, None
+
+    def __call__(self):
+        for i in range(1, self.count + 1):
+            host = f"h{i}"
+            markers = glob.glob(self.sb.path(host, "envs", "target=*", "*", "tmp",
+                                             "dtlto-stall.*"))
+            if not markers or host == self.killed:
+                continue
+            if self.killed is None:
+                self.killed = host
+                print(f"harness: killing {host} while it runs a job", file=sys.stderr,
+                      flush=True)
+                self.sb.kill(host)
+                continue
+            for marker in markers:
+                go = os.path.join(os.path.dirname(marker), "dtlto-go")
+                if not os.path.exists(go):
+                    with open(go + ".tmp", "w"):
+                        pass
+                    os.replace(go + ".tmp", go)
+
+
 HARNESS = sandbox.Harness("icecc_farm.py", __doc__, TOOLS, "--hosts", start,
                           host=lambda i: f"h{i}",
                           logs=lambda args: ["scheduler", "client"] +
-                          [f"h{i}" for i in range(1, args.count + 1)])
+                          [f"h{i}" for i in range(1, args.count + 1)],
+                          options=lambda r: r.add_argument("--stall-watch",
+                                                           action="store_true"),
+                          watch=lambda sb, args: StallWatch(sb, args.count)
+                          if args.stall_watch else None)
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["doctor"]:
+        sys.exit(doctor(sys.argv[2:]))
     sys.exit(HARNESS.main())

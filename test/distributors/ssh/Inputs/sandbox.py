@@ -305,10 +305,14 @@ class Harness:
     process of host i (1-based) for the kill tests; logs are the processes
     whose log tails to show when the command fails."""
 
-    def __init__(self, prog, doc, tools, count_option, start, host, logs, options=None):
+    def __init__(self, prog, doc, tools, count_option, start, host, logs, options=None,
+                 watch=None):
         self.prog, self.doc, self.tools = prog, doc, tools
         self.count_option, self.start, self.host, self.logs = count_option, start, host, logs
         self.options = options  # options(run_parser) adds the harness's own
+        # watch(sandbox, args) -> a callable polled while the command runs
+        # (or None): a harness's own fault injection.
+        self.watch = watch
 
     def main(self) -> int:
         p = argparse.ArgumentParser(prog=self.prog, description=self.doc.split("\n")[0])
@@ -345,7 +349,7 @@ class Harness:
         try:
             env, netns = self.start(sb, args)
             env["FARM_STATE"] = sb.state
-            watch = None
+            watch = self.watch(sb, args) if self.watch else None
             if args.stall_compiler:
                 env["FARM_STALL_CC"], marker = stall_compiler(sb, args.stall_compiler)
                 names = [self.host(i) for i in range(1, args.count + 1)]

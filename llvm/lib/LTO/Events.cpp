@@ -1,0 +1,111 @@
+//===- Events.cpp - What a distributor tells the engine about each job ----===//
+
+#include "dtlto/Events.h"
+#include "dtlto/Manifest.h"
+
+#include "llvm/Support/JSON.h"
+
+using namespace llvm;
+
+namespace dtlto {
+
+static const char *const KindNames[] = {"accepted", "started", "done", "failed",
+                                        "cancelled"};
+
+StringRef jobEventName(JobEvent::Kind K) { return KindNames[K]; }
+
+static Error bad(const Twine &Why) {
+  return createStringError(inconvertibleErrorCode(), Why);
+}
+
+Expected<JobEvent> parseJobEvent(StringRef Line) {
+  Expected<json::Value> V = json::parse(Line);
+  if (!V) {
+    consumeError(V.takeError());
+    return bad("it is not JSON");
+  }
+  const json::Object *O = V->getAsObject();
+  if (!O)
+    return bad("it is not a JSON object");
+  JobEvent E;
+  std::optional<int64_t> Id = O->getInteger("id");
+  if (!Id || *Id < 0)
+    return bad("it has no job 'id' (a non-negative integer)");
+  E.Id = *Id;
+  std::optional<StringRef> Kind = O->getString("event");
+  if (!Kind)
+    return bad("it has no 'event' string");
+  auto *K = find(KindNames, *Kind);
+  if (K == std::end(KindNames))
+    return bad("the event '" + *Kind + "' is unknown");
+  E.What = JobEvent::Kind(K - std::begin(KindNames));
+
+  // Optional keys: a wrong type is an error, absence is not.
+  auto Number = [&](StringRef Key, std::optional<double> &Out) -> Error {
+    const json::Value *F = O->get(Key);
+    if (!F)
+      return Error::success();
+    std::optional<double> D = F->getAsNumber();
+    if (!D || *D < 0)
+      return bad("'" + Key + "' is not a non-negative number");
+    Out = *D;
+    return Error::success();
+  };
+  auto String = [&](StringRef Key, std::string &Out) -> Error {
+    const json::Value *F = O->get(Key);
+    if (!F)
+      return Error::success();
+    std::optional<StringRef> S = F->getAsString();
+    if (!S)
+      return bad("'" + Key + "' is not a string");
+    Out = S->str();
+    return Error::success();
+  };
+  if (Error Err = Number("t", E.Time))
+    return std::move(Err);
+  if (Error Err = Number("queue_s", E.QueueSeconds))
+    return std::move(Err);
+  if (Error Err = Number("upload_s", E.UploadSeconds))
+    return std::move(Err);
+  if (Error Err = Number("compile_s", E.CompileSeconds))
+    return std::move(Err);
+  if (Error Err = Number("download_s", E.DownloadSeconds))
+    return std::move(Err);
+  if (Error Err = String("worker", E.Worker))
+    return std::move(Err);
+  if (Error Err = String("reason", E.Reason))
+    return std::move(Err);
+  if (const json::Value *A = O->get("attempt")) {
+    std::optional<int64_t> N = A->getAsInteger();
+    if (!N || *N < 1 || *N > 1000000)
+      return bad("'attempt' is not a positive integer");
+    E.Attempt = *N;
+  }
+  if (const json::Value *R = O->get("retry")) {
+    std::optional<bool> B = R->getAsBoolean();
+    if (!B)
+      return bad("'retry' is not true or false");
+    E.Retry = *B;
+  }
+  return E;
+}
+
+std::string jobRecordLine(uint64_t Id, const Job &Jb) {
+  std::string Line;
+  raw_string_ostream OS(Line);
+  json::OStream J(OS);
+  J.object([&] {
+    J.attribute("id", int64_t(Id));
+    writeJobFields(J, Jb);
+    J.attribute("input_bytes", int64_t(Jb.InputBytes));
+  });
+  return Line;
+}
+
+std::string cancelLine(uint64_t Id) {
+  return ("{\"cancel\": " + Twine(Id) + "}").str();
+}
+
+std::string endLine() { return "{\"end\": true}"; }
+
+} // namespace dtlto
