@@ -10,8 +10,7 @@
 //   manifest:      <output stem>.<pid>.dist-file.json
 //   side file:     <output stem>.<pid>.dist-file.dtlto.json (our distributors
 //                  find it by the manifest's name)
-//   dtlto-backend: <output stem>.<pid>.dtlto-config.json and
-//                  <output stem>.<pid>.dtlto-index.bc (the combined index)
+//   dtlto-backend: <output stem>.<pid>.dtlto-config.json
 //   object:        <module stem>.<task>.<pid>.native.o
 //   index shard:   <object>.thinlto.bc
 //   archive member / FatLTO bitcode:
@@ -44,9 +43,8 @@ std::string tempDir(llvm::StringRef LinkerOutputFile);
 std::string manifestPath(llvm::StringRef LinkerOutputFile);
 /// The side file of the manifest at ManifestPath: "x.json" -> "x.dtlto.json".
 std::string engineInfoPath(llvm::StringRef ManifestPath);
-/// dtlto-backend's inputs, one each per link.
+/// dtlto-backend's one input besides each job's own, once per link.
 std::string backendConfigPath(llvm::StringRef LinkerOutputFile);
-std::string combinedIndexPath(llvm::StringRef LinkerOutputFile);
 std::string objectPath(llvm::StringRef LinkerOutputFile,
                        llvm::StringRef ModuleID, unsigned Task);
 std::string shardPath(llvm::StringRef ObjectPath);

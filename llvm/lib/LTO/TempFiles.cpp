@@ -58,11 +58,6 @@ std::string backendConfigPath(StringRef LinkerOutputFile) {
                                          pidString() + ".dtlto-config.json");
 }
 
-std::string combinedIndexPath(StringRef LinkerOutputFile) {
-  return inTempDir(LinkerOutputFile, sys::path::stem(LinkerOutputFile) + "." +
-                                         pidString() + ".dtlto-index.bc");
-}
-
 std::string objectPath(StringRef LinkerOutputFile, StringRef ModuleID,
                        unsigned Task) {
   return inTempDir(LinkerOutputFile, sys::path::stem(ModuleID) + "." +
