@@ -8,12 +8,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
-from . import BenchError, elfdiff, report, trace
+from . import BenchError, elfdiff, probe, report, trace
 from .measure import run_link
 from .modes import MODES, NATIVE, OURS, REFERENCE
 from .variants import VARIANTS, write_sample_profile
-from .programs import PROGRAMS, SmokeFailure, smoke_dir
+from .programs import SmokeFailure, program as program_named, smoke_dir
 from .util import clean_env, log
 
 # Names of the temporary files DTLTO leaves next to the output when it does
@@ -98,7 +99,7 @@ class ProgramBench:
 
     def __init__(self, args, ctx, build, modes):
         self.args, self.ctx, self.build, self.modes = args, ctx, build, modes
-        self.program = PROGRAMS[build["program"]]
+        self.program = program_named(build["program"])
         self.cwd = build["cwd"]
         self.base = list(build["args"])
         self.oi = _output_arg(self.base)
@@ -116,10 +117,10 @@ class ProgramBench:
     def output(self, mode):
         return os.path.join(self.cwd, self.orig_out + ".bench-" + mode.key)
 
-    def argv(self, mode, extra=()):
+    def argv(self, mode, extra=(), probe=None):
         args = list(self.base)
         args[self.oi] = self.output(mode)
-        return mode.argv(self.ctx, args) + list(extra)
+        return mode.argv(self.ctx, args, probe) + list(extra)
 
     def env(self, mode):
         # Our engine's local fallback off: a job it compiled in the linker
@@ -132,7 +133,7 @@ class ProgramBench:
         self.failed.add(mode.key)
         self.result["modes"][mode.key]["status"] = f"FAIL: {why}"
 
-    def link(self, mode, kind, index, extra=()):
+    def link(self, mode, kind, index, extra=(), probe=None):
         """Run one link of mode; record it; return the record or None."""
         out = self.output(mode)
         if os.path.exists(out):
@@ -142,7 +143,7 @@ class ProgramBench:
         tag = f"{mode.key}-{kind}{index}"
         stdout = os.path.join(self.logdir, tag + ".out")
         stderr = os.path.join(self.logdir, tag + ".err")
-        argv = self.argv(mode, extra)
+        argv = self.argv(mode, extra, probe)
         # Other work on the machine shows here (the benchmark's own links
         # raise it too).
         load = os.getloadavg()[0]
@@ -229,6 +230,8 @@ class ProgramBench:
                                   "the cache was warm")
         if self.args.trace_runs:
             self.traces()
+        if self.args.probe_runs:
+            self.probes()
         if self.args.variants:
             self.variants()
         return self.result
@@ -278,6 +281,32 @@ class ProgramBench:
                 f"{report.equivalence_text(entry.get(native.key))}, clang "
                 f"{report.equivalence_text(entry.get(clang.key))}")
 
+
+    def probes(self):
+        """Links whose distributor runs under probe.py: the bytes each job
+        needs and gives back, the files the linker writes, the manifest's
+        size, each job's duration (--timings). Per mode the per-job record
+        is kept in the log directory (the farm model replays it) and
+        summarised in the results."""
+        out = self.result["probes"] = {}
+        for i in range(self.args.probe_runs):
+            for mode in [m for m in self.modes
+                         if m.distributed and not m.warm_cache and m.key not in self.failed]:
+                path = os.path.join(self.logdir, f"{mode.key}-probe{i}.json")
+                timings = path + ".timings"
+                for stale in (path, timings):
+                    if os.path.exists(stale):
+                        os.remove(stale)
+                wrapper = [self.ctx.python or sys.executable, probe.__file__,
+                           "--record", path, "--since", repr(time.time() - 1),
+                           "--timings", timings]
+                rec = self.link(mode, "probe", i,
+                                probe=(wrapper, [f"--timings={timings}"]))
+                if rec and os.path.exists(path):
+                    self.check(mode, rec)
+                    with open(path) as f:
+                        out.setdefault(mode.key, []).append(
+                            probe.summary(json.load(f), path))
 
     def traces(self):
         """--time-trace links, modes alternating; per phase the median."""
@@ -354,6 +383,7 @@ def bench(args, builds):
         "commit": _git_commit(root),
         "machine": machine_info(),
         "jobs": args.jobs, "runs": args.runs, "trace_runs": args.trace_runs,
+        "probe_runs": args.probe_runs,
         "linkers": {"ours": _version([ctx.ours_ld]), "stock": _version([ctx.stock_ld]),
                     "ours_path": os.path.abspath(args.ld_lld),
                     "ours_sha256": ctx.ours_sha256,
