@@ -105,6 +105,67 @@ def census_table(shape, reference=None):
     return "\n".join(lines) + "\n"
 
 
+MODES = ["inproc", "stock", "ours", "ours-native"]
+
+
+def _sizes(text):
+    try:
+        sizes = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma list of module counts")
+    return sizes
+
+
+def cmd_run(args):
+    """Each size through bench/run.py: its own output directory per size
+    (per size and mode from --separate-modes-from on), so that an interrupted
+    run keeps what it finished and a later one adds to it."""
+    import run
+    os.makedirs(args.out, exist_ok=True)
+    for n in args.sizes:
+        runs = args.runs_at.get(n, args.runs)
+        groups = ([[m] for m in args.modes] if n >= args.separate_modes_from
+                  else [args.modes])
+        for modes in groups:
+            tag = f"gen{n}" + (f"-{modes[0]}" if len(modes) == 1 and
+                                n >= args.separate_modes_from else "")
+            out = os.path.join(args.out, tag)
+            if os.path.exists(os.path.join(out, "results.json")) and not args.again:
+                log(f"{tag}: results already in {out} (--again runs it again)")
+                continue
+            argv = ["--programs", f"gen{n}", "--modes", ",".join(modes),
+                    "--runs", str(runs), "--trace-runs", str(args.trace_runs),
+                    "--probe-runs", str(args.probe_runs), "--jobs", str(args.jobs),
+                    "--cache", args.cache, "--out", out, "--clang", args.clang,
+                    "--stock-ld-lld", args.stock_ld_lld,
+                    "--gen-seed", str(args.gen_seed), "--gen-scale", str(args.gen_scale)]
+            if args.ld_lld:
+                argv += ["--ld-lld", args.ld_lld]
+            if args.dtlto_backend:
+                argv += ["--dtlto-backend", args.dtlto_backend]
+            if not args.warmup:
+                argv.append("--no-warmup")
+            log(f"{tag}: bench/run.py {' '.join(argv)}")
+            rc = run.main(argv)
+            if rc:
+                log(f"{tag}: bench/run.py exited {rc}")
+                return rc
+    return cmd_report(args)
+
+
+def cmd_report(args):
+    from benchlib import scalereport
+    text = scalereport.report(args.out, args.plot)
+    path = os.path.join(args.out, "scale.md")
+    with open(path, "w") as f:
+        f.write(text)
+    print(text, end="")
+    log(f"wrote {path}" + (f" and {args.plot}" if args.plot else ""))
+    return 0
+
+
 def add_tool_options(p):
     p.add_argument("--cache", metavar="DIR",
                    default=os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"),
@@ -130,15 +191,65 @@ def parse_args(argv):
                         "(default: %(default)s)")
     c.add_argument("--write", metavar="JSON",
                    help=f"where to write the shape (default: {generate.SHAPE})")
+    r = sub.add_parser("run", help="generate, build and benchmark each size")
+    add_tool_options(r)
+    r.add_argument("--sizes", type=_sizes, default=_sizes("1000,3000,10000,30000"),
+                   help="module counts (default: 1000,3000,10000,30000)")
+    r.add_argument("--modes", default=",".join(MODES),
+                   help="bench/run.py modes (default: %(default)s)")
+    r.add_argument("--runs", type=int, default=3, metavar="N",
+                   help="timed runs per mode and size (default: %(default)s)")
+    r.add_argument("--runs-at", action="append", default=[], metavar="SIZE=N",
+                   help="timed runs at one size instead of --runs (repeatable; "
+                        "e.g. --runs-at 30000=1)")
+    r.add_argument("--trace-runs", type=int, default=1, metavar="N",
+                   help="--time-trace links per mode, for the engine's phases "
+                        "(default: %(default)s)")
+    r.add_argument("--probe-runs", type=int, default=1, metavar="N",
+                   help="probe links per distributed mode, for bytes and files "
+                        "per job (default: %(default)s)")
+    r.add_argument("--jobs", type=int, default=2, metavar="N",
+                   help="ThinLTO threads / distributor jobs (default: %(default)s)")
+    r.add_argument("--separate-modes-from", type=int, default=10000, metavar="SIZE",
+                   help="from this size on, one bench/run.py per mode, one "
+                        "after the other (default: %(default)s)")
+    r.add_argument("--warmup", action="store_true",
+                   help="bench/run.py's untimed first round (off: the timed "
+                        "runs check every output anyway)")
+    r.add_argument("--again", action="store_true",
+                   help="run sizes whose results are already there again")
+    r.add_argument("--ld-lld", help="our linker (bench/run.py's default)")
+    r.add_argument("--dtlto-backend", help="our backend (bench/run.py's default)")
+    for q in (r, sub.add_parser("report", help="the scale table and plot of a run's "
+                                              "output directory")):
+        q.add_argument("--out", metavar="DIR",
+                       default=os.path.join(os.environ.get(
+                           "DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"), "results-scale"),
+                       help="where each size's bench/run.py results go, and "
+                            "scale.md (default: %(default)s)")
+        q.add_argument("--plot", metavar="PNG",
+                       help="also draw the growth plot (python3-matplotlib)")
     args = p.parse_args(argv)
-    args.cache = os.path.abspath(args.cache)
+    if hasattr(args, "cache"):
+        args.cache = os.path.abspath(args.cache)
+    args.out = os.path.abspath(args.out) if getattr(args, "out", None) else None
+    runs_at = {}
+    for item in getattr(args, "runs_at", []):
+        size, _, n = item.partition("=")
+        if not size.isdigit() or not n.isdigit() or int(n) < 1:
+            p.error(f"--runs-at wants SIZE=N, not '{item}'")
+        runs_at[int(size)] = int(n)
+    if hasattr(args, "runs_at"):
+        args.runs_at = runs_at
+        args.modes = [m for m in args.modes.split(",") if m]
     return args
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        return {"census": cmd_census}[args.command](args)
+        return {"census": cmd_census, "run": cmd_run,
+                "report": cmd_report}[args.command](args)
     except BenchError as e:
         print(f"bench/scale.py: error: {e}", file=sys.stderr)
         return 1
