@@ -24,7 +24,8 @@ size: an extrapolation, said so in the output.
 
 validate compares the model with measured links: for each record it
 predicts the distributor's wall (the jobs on --workers workers, the engine
-costs given) and prints it next to the distributor wall the record measured.
+costs given; with --durations-from, each job's duration as another link
+measured it) and prints it next to the distributor wall the record measured.
 """
 
 import argparse
@@ -52,7 +53,7 @@ def load_record(path):
     jobs = []
     for i, j in enumerate(rec["jobs"]):
         if "seconds" not in j:
-            raise SystemExit(f"farm.py: error: {path}: job {i} has no duration "
+            raise SystemExit(f"farmmodel.py: error: {path}: job {i} has no duration "
                              "(the probe link needs the distributor's --timings)")
         jobs.append({"in": j["needs_bytes"], "out": j.get("object_bytes", 0),
                      "seconds": j["seconds"], "index": i})
@@ -134,7 +135,7 @@ def phases_of(results_path, program, mode):
         results = json.load(f)
     ph = results["programs"][program].get("phases", {}).get(mode)
     if not ph:
-        raise SystemExit(f"farm.py: error: {results_path} has no --time-trace phases "
+        raise SystemExit(f"farmmodel.py: error: {results_path} has no --time-trace phases "
                          f"of {program} {mode} (run with --trace-runs 1 or more, or "
                          "give --before and --after)")
     return (ph["inputs"] + ph["thin_link"] + ph["shards"],
@@ -157,7 +158,7 @@ def cmd_replay(args):
     elif args.results:
         before, after = phases_of(args.results, args.program, args.mode)
     else:
-        raise SystemExit("farm.py: error: give --results PROGRAM MODE's phases or "
+        raise SystemExit("farmmodel.py: error: give --results PROGRAM MODE's phases or "
                          "--before and --after")
     note = ""
     if args.scale_to:
@@ -201,11 +202,25 @@ def cmd_validate(args):
           "| measured s | predicted / measured |")
     print("|---|---|---|---|---|---|")
     worst = 0.0
+    reference = None
+    if args.durations_from:
+        _, ref_jobs = load_record(args.durations_from)
+        with open(args.durations_from) as f:
+            modules = [j["module"] for j in json.load(f)["jobs"]]
+        reference = dict(zip(modules, (j["seconds"] for j in ref_jobs)))
     for path in args.records:
         rec, jobs = load_record(path)
+        if reference is not None:
+            # The jobs as another link measured them (the same program
+            # through the same engine without the condition under test).
+            for job, raw in zip(jobs, rec["jobs"]):
+                if raw["module"] not in reference:
+                    raise SystemExit(f"farmmodel.py: error: {args.durations_from} has "
+                                     f"no job of {raw['module']}")
+                job["seconds"] = reference[raw["module"]]
         measured = rec.get("distributor_wall")
         if not measured:
-            raise SystemExit(f"farm.py: error: {path} has no distributor wall")
+            raise SystemExit(f"farmmodel.py: error: {path} has no distributor wall")
         # The record's jobs as the distributor handed them out (it starts
         # them in manifest order).
         span, _ = makespan(jobs, args.workers_for_validation, engine, "manifest")
@@ -229,7 +244,7 @@ def _workers(text):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="bench/farm.py", description=__doc__,
+    p = argparse.ArgumentParser(prog="bench/farmmodel.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -258,6 +273,9 @@ def parse_args(argv):
     engine_options(r)
     v = sub.add_parser("validate", help="the model against measured distributor walls")
     v.add_argument("records", nargs="+", help="probe records")
+    v.add_argument("--durations-from", metavar="RECORD",
+                   help="each job's duration from this record (the same jobs "
+                        "measured without the engine costs given), not its own")
     v.add_argument("--workers", dest="workers_for_validation", type=int, default=2,
                    help="the workers the measured links had (default: %(default)s)")
     engine_options(v)
