@@ -51,6 +51,11 @@ def collect(out_dir):
                     "jobs": runs[0].get("jobs"),
                     "phases": prog.get("phases", {}).get(mode),
                     "probe": (prog.get("probes", {}).get(mode) or [None])[0],
+                    # The probe link's own wall: with its distributor's,
+                    # the linker's time outside the distributor.
+                    "probe_wall": next((r["wall"] for r in prog.get("runs", [])
+                                        if r["mode"] == mode and r["kind"] == "probe"
+                                        and r.get("returncode") == 0), None),
                     "source": os.path.relpath(path, out_dir),
                 }
                 table.setdefault(n, {})[mode] = entry
@@ -75,6 +80,16 @@ def _engine_ms_per_job(entry, n):
     return 1000 * ph["engine"] / n if ph.get("engine") else None
 
 
+def _outside(entry, n):
+    """Seconds the probe link spent outside its distributor: LLD's own
+    work, the thin link, the engine before and after the jobs, the final
+    link (the distributor wall is the probe's, around the real one)."""
+    p, wall = entry.get("probe"), entry.get("probe_wall")
+    if not p or wall is None or not p.get("distributor_wall"):
+        return None
+    return wall - p["distributor_wall"]
+
+
 def _series(table, mode, fn):
     out = []
     for n in sorted(table):
@@ -96,6 +111,9 @@ QUANTITIES = [
     ("after the distributor", "s", 2, lambda e, n: (e.get("phases") or {}).get("after")),
     ("final link", "s", 2, lambda e, n: (e.get("phases") or {}).get("final_link")),
     ("engine own time per job", "ms", 2, _engine_ms_per_job),
+    ("linker outside the distributor (probe link)", "s", 2, _outside),
+    ("linker outside the distributor, per job", "ms", 2,
+     lambda e, n: 1000 * _outside(e, n) / n if _outside(e, n) is not None else None),
     ("bytes a job needs, mean", "KiB", 1,
      lambda e, n: e["probe"]["per_job"]["needs_bytes"]["mean"] / 1024 if e.get("probe") else None),
     ("bytes a job needs, max", "KiB", 1,
@@ -158,12 +176,18 @@ def markdown(table):
 def plot(table, path):
     """Four panels against the module count, log-log: wall, engine own time
     per job, linker peak RSS, bytes per job."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        from . import BenchError
+        raise BenchError("the plot needs python3-matplotlib (docs/packages.md), "
+                         "seen by Debian's /usr/bin/python3")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     panels = [("wall (s)", QUANTITIES[0][3], MODES),
-              ("engine own time per job (ms)", _engine_ms_per_job,
-               ["stock", "ours", "ours-native"]),
+              ("linker outside the distributor, per job (ms)",
+               lambda e, n: 1000 * _outside(e, n) / n if _outside(e, n) is not None
+               else None, ["stock", "ours", "ours-native"]),
               ("linker peak RSS (MiB)", QUANTITIES[2][3], MODES),
               ("bytes a job needs, mean (KiB)", QUANTITIES[9][3],
                ["stock", "ours", "ours-native"])]
