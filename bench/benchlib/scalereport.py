@@ -57,6 +57,7 @@ def collect(out_dir):
                                         if r["mode"] == mode and r["kind"] == "probe"
                                         and r.get("returncode") == 0), None),
                     "source": os.path.relpath(path, out_dir),
+                    "sha256": sorted({r.get("sha256") for r in runs if r.get("sha256")}),
                 }
                 table.setdefault(n, {})[mode] = entry
     return table
@@ -162,14 +163,23 @@ def markdown(table):
             lines.append(f"| {label} | {LABELS[mode]} | " + " | ".join(cells)
                          + f" | {_fmt(k)} |")
     lines.append("")
-    lines.append("| modules | mode | runs | jobs | load average | results |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("| modules | mode | runs | jobs | output vs in-process | load average "
+                 "| results |")
+    lines.append("|---|---|---|---|---|---|---|")
     for n in sizes:
+        ref = table[n].get("inproc", {}).get("sha256")
         for mode in MODES:
             e = table[n].get(mode)
-            if e:
-                lines.append(f"| {n:,} | {LABELS[mode]} | {e['runs']} | {e['jobs'] or '-'} "
-                             f"| {e['load']:.1f} | {e['source']} |")
+            if not e:
+                continue
+            if mode == "inproc":
+                same = "reference"
+            elif not ref or not e["sha256"]:
+                same = "-"
+            else:
+                same = "identical" if e["sha256"] == ref else "differs"
+            lines.append(f"| {n:,} | {LABELS[mode]} | {e['runs']} | {e['jobs'] or '-'} "
+                         f"| {same} | {e['load']:.1f} | {e['source']} |")
     return "\n".join(lines) + "\n"
 
 
