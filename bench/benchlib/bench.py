@@ -1,5 +1,6 @@
 """The benchmark loop: modes alternate run by run; outputs are checked."""
 
+import contextlib
 import datetime
 import json
 import os
@@ -330,6 +331,27 @@ class ProgramBench:
             for k, v in scope_runs.items()}
 
 
+@contextlib.contextmanager
+def _exclusive(cwd, name):
+    """One benchmark at a time in a program's link directory. Two harnesses
+    linking the same program there (the cache is shared by everyone on the
+    machine) saw each other's temporary files appear during their links,
+    took them for leftovers and removed them: the other link's shards went
+    missing under its running jobs. The second harness waits."""
+    import fcntl
+    path = os.path.join(cwd, ".dtlto-bench.lock")
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"{name}: another benchmark links in {cwd}; waiting for it")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _medians(dicts):
     import statistics
     keys = sorted({k for d in dicts for k in d})
@@ -399,7 +421,8 @@ def bench(args, builds):
     for b in builds:
         ctx.program = b["program"]
         pb = ProgramBench(args, ctx, b, modes)
-        results["programs"][b["program"]] = pb.run()
+        with _exclusive(b["cwd"], b["program"]):
+            results["programs"][b["program"]] = pb.run()
         failed |= bool(pb.failed)
         _write(args.out, results)  # partial results survive an interruption
     _write(args.out, results)
