@@ -8,9 +8,10 @@ workers, each job costing
     queue + start + (bytes in) / upload + duration + (object bytes) / download
     + 2 * round trip
 
-(the engine's per-job costs, --engine), handed out in manifest order or
+(the engine's per-job costs, --engine), handed out in manifest order,
 largest first (by the bytes the job reads: what a distributor knows before
-it runs). Before the jobs come the link's phases up to the first job (the
+it runs) or longest first (by the measured durations: the best any
+prediction of durations could do). Before the jobs come the link's phases up to the first job (the
 thin link, shards and manifest) and after them its phases from the last
 object on (objects checked, final link); both come from the same link's
 --time-trace phases, or --before/--after.
@@ -44,7 +45,7 @@ ENGINES = {
     "reapi": dict(queue=0.005, start=0.03, rtt=0.001, upload=100.0, download=100.0),
     "slurm": dict(queue=0.2, start=0.3, rtt=0.001, upload=100.0, download=100.0),
 }
-ORDERS = ("manifest", "largest-first")
+ORDERS = ("manifest", "largest-first", "longest-first")
 
 
 def load_record(path):
@@ -74,6 +75,10 @@ def order_jobs(jobs, order):
     if order == "largest-first":
         # Stable: equal sizes keep manifest order.
         return sorted(jobs, key=lambda j: -j["in"])
+    if order == "longest-first":
+        # By the measured durations: what no distributor knows beforehand,
+        # the best a predictor of durations could do.
+        return sorted(jobs, key=lambda j: -j["seconds"])
     return list(jobs)
 
 
