@@ -194,12 +194,15 @@ def plot(table, path):
                          "seen by Debian's /usr/bin/python3")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    panels = [("wall (s)", QUANTITIES[0][3], MODES),
+    by_name = {q[0]: q[3] for q in QUANTITIES}
+    colors = {"inproc": "tab:blue", "stock": "tab:orange", "ours": "tab:green",
+              "ours-native": "tab:red"}
+    panels = [("wall (s)", by_name["wall"], MODES),
               ("linker outside the distributor, per job (ms)",
                lambda e, n: 1000 * _outside(e, n) / n if _outside(e, n) is not None
                else None, ["stock", "ours", "ours-native"]),
-              ("linker peak RSS (MiB)", QUANTITIES[2][3], MODES),
-              ("bytes a job needs, mean (KiB)", QUANTITIES[9][3],
+              ("linker peak RSS (MiB)", by_name["linker peak RSS"], MODES),
+              ("bytes a job needs, mean (KiB)", by_name["bytes a job needs, mean"],
                ["stock", "ours", "ours-native"])]
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     for ax, (title, fn, modes) in zip(axes.flat, panels):
@@ -207,7 +210,7 @@ def plot(table, path):
             pts = _series(table, mode, fn)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                        label=LABELS[mode])
+                        label=LABELS[mode], color=colors[mode])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(title)
