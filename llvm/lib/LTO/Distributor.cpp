@@ -87,8 +87,15 @@ Expected<std::string> findDistributor(StringRef Distributor) {
 
 static const int StopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction SavedActions[std::size(StopSignals)];
-// The process group of the running distributor (its pid), 0 when none runs.
+// The process group of the running distributor (its pid), 0 when none runs,
+// Spawning while one is being started.
+static constexpr pid_t Spawning = -1;
 static std::atomic<pid_t> RunningGroup{0};
+// A stop signal that came while the distributor was being started: the
+// thread starting it stops its group and delivers the signal again. A
+// process-directed signal may be handled by any of the linker's threads,
+// not only the one that blocked it around posix_spawn.
+static std::atomic<int> StopWhileSpawning{0};
 
 static void sleepMilliseconds(long Ms) {
   struct timespec T = {Ms / 1000, (Ms % 1000) * 1000000};
@@ -113,6 +120,11 @@ static void stopGroup(pid_t Group, int Sig) {
 static void onStopSignal(int Sig, siginfo_t *Info, void *Context) {
   int SavedErrno = errno;
   pid_t Group = RunningGroup.exchange(0);
+  if (Group == Spawning) {
+    StopWhileSpawning.store(Sig);
+    errno = SavedErrno;
+    return;
+  }
   if (Group > 0)
     stopGroup(Group, Sig == SIGHUP ? SIGTERM : Sig);
   errno = SavedErrno;
@@ -454,12 +466,23 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
   posix_spawnattr_setsigmask(&Attr, &NoSignals);
 
   pthread_sigmask(SIG_BLOCK, &StopSet, &OldMask);
+  RunningGroup.store(Spawning);
   int SpawnErr = posix_spawn(&I->Pid, ProgramStr.c_str(), &Actions, &Attr,
                              CArgv.data(), CEnv.data());
   posix_spawnattr_destroy(&Attr);
   posix_spawn_file_actions_destroy(&Actions);
-  if (!SpawnErr)
-    RunningGroup.store(I->Pid);
+  pid_t Expected = Spawning;
+  RunningGroup.compare_exchange_strong(Expected, SpawnErr ? 0 : I->Pid);
+  int Missed = StopWhileSpawning.exchange(0);
+  if (Missed) {
+    // Another thread took a stop signal meanwhile and left it to us: the
+    // new group goes first, then the signal is delivered again, to this
+    // thread once it is unblocked, and the link stops as it would have.
+    RunningGroup.store(0);
+    if (!SpawnErr)
+      stopGroup(I->Pid, Missed == SIGHUP ? SIGTERM : Missed);
+    pthread_kill(pthread_self(), Missed);
+  }
   pthread_sigmask(SIG_SETMASK, &OldMask, nullptr);
   CloseChildOnly();
   for (const ChildEnd &E : Ends)

@@ -1052,7 +1052,8 @@ Error OutOfProcessBackend::runJobs() {
   bool StoppedByUs = false;
   {
     TimeTraceScope Scope("Execute DTLTO distributor", *DistributorPath);
-    std::optional<Clock::time_point> Deadline;
+    std::optional<Clock::time_point> Deadline, AllInAt;
+    const auto CancelGrace = std::chrono::seconds(5);
     std::unique_lock<std::mutex> Lock(Mu);
     if (Farm && TimeoutSeconds)
       Deadline = FarmStart + std::chrono::seconds(TimeoutSeconds);
@@ -1069,6 +1070,16 @@ Error OutOfProcessBackend::runJobs() {
             return S->From != Source::Farm;
           }))))
         break;
+      // A streaming farm that still runs once every object is in has been
+      // told to cancel what it runs; it gets a few seconds to say so and
+      // exit, and is then stopped: a farm that ignores cancels must not
+      // hold up a link that has everything.
+      if (!Unfinished && !LocalBusy && Farm && Streaming) {
+        if (!AllInAt)
+          AllInAt = Clock::now();
+        else if (Clock::now() >= *AllInAt + CancelGrace)
+          break;
+      }
       if (Deadline && Clock::now() >= *Deadline) {
         Lock.unlock();
         Farm->stop();
@@ -1086,6 +1097,8 @@ Error OutOfProcessBackend::runJobs() {
       Clock::time_point Wake = Clock::now() + std::chrono::hours(24);
       if (LocalSlots && HedgeFactor > 0)
         Wake = Clock::now() + std::chrono::milliseconds(200);
+      if (AllInAt)
+        Wake = std::min(Wake, *AllInAt + CancelGrace);
       if (Deadline)
         Wake = std::min(Wake, *Deadline);
       Changed.wait_until(Lock, Wake);

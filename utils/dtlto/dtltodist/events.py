@@ -113,12 +113,17 @@ class JobFeed:
         os.set_blocking(fd, False)
         os.set_inheritable(fd, False)
         self._pending = b""
+        # ended: no more jobs (the end record). closed: the channel is at its
+        # end of file. Cancels may come after the end record, for jobs still
+        # running (a hedged copy won in the linker): read until closed.
         self.ended = False
+        self.closed = False
         self.cancelled: set[int] = set()
         # Records that could not be used: (their id, when it could be read,
         # or None; what is wrong).
         self.problems: list[tuple[int | None, str]] = []
         self._ids: set[int] = set()
+        self._streamed = manifest_mod.StreamedJobs(m)
 
     @classmethod
     def from_environment(cls, m: Manifest, environ=None) -> "JobFeed | None":
@@ -135,9 +140,10 @@ class JobFeed:
 
     def read(self) -> tuple[list[Job], list[int]]:
         """What has arrived: new jobs, and ids the linker cancelled. Sets
-        ended at the end record (or when the linker closed the channel)."""
+        ended at the end record, ended and closed when the linker closed the
+        channel."""
         jobs, cancels = [], []
-        while not self.ended:
+        while not self.closed:
             try:
                 chunk = os.read(self._fd, 65536)
             except BlockingIOError:
@@ -150,7 +156,7 @@ class JobFeed:
                     self.problems.append((None, "a job record cut short by the end of "
                                                 "the channel (no end of line)"))
                 self._pending = b""
-                self.ended = True
+                self.ended = self.closed = True
                 break
             self._pending += chunk
             *lines, self._pending = self._pending.split(b"\n")
@@ -196,12 +202,17 @@ class JobFeed:
         data = {"common": {"linker_output": m.linker_output, "args": m.common_args,
                            "inputs": m.common_inputs},
                 "jobs": [fields]}
+        name = f"job record {job_id}"
         try:
-            parsed = manifest_mod.parse(data, f"job record {job_id}").jobs[0]
+            parsed = manifest_mod.parse(data, name).jobs[0]
+            job = dataclasses.replace(parsed, index=job_id)
+            # And by the rules across jobs and on disk that load() applies
+            # to a whole manifest.
+            self._streamed.check(job, name)
         except ManifestError as e:
             self.problems.append((job_id, str(e)))
             return None
         size = record.get("input_bytes")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             size = None
-        return dataclasses.replace(parsed, index=job_id, input_bytes=size)
+        return dataclasses.replace(job, input_bytes=size)

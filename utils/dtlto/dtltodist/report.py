@@ -15,6 +15,15 @@ import time
 
 from .events import Events
 
+# Paths and arguments that are not UTF-8 reach Python as surrogate escapes
+# (os.fsdecode). What goes to stdout (--dry-run, validate.py --print) gives
+# them back as the bytes they were, whatever the locale: under a strict one
+# print() would fail on them. stderr escapes them already.
+try:
+    sys.stdout.reconfigure(errors="surrogateescape")
+except (AttributeError, ValueError):  # not a text stream of our own
+    pass
+
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1  # a job failed or left an output missing
 EXIT_USAGE = 2  # bad manifest or command line
@@ -22,6 +31,28 @@ EXIT_USAGE = 2  # bad manifest or command line
 
 def exit_code_for_signal(signo: int) -> int:
     return 128 + signo
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: str) -> str:
+    """text with line breaks and other unprintable characters (controls,
+    bidi overrides, undecodable argument bytes) shown as escapes: a message
+    stays one line, whatever path or value it quotes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+                   for c in text)
+
+
+def usage_error(prog: str, message: str) -> int:
+    """Print the one-line error of a bad manifest or command line; return
+    EXIT_USAGE for the caller to exit with."""
+    sys.stderr.write(f"{prog}: error: {one_line(message)}\n")
+    sys.stderr.flush()
+    return EXIT_USAGE
 
 
 def plural(count: int, noun: str) -> str:
@@ -84,7 +115,7 @@ class Reporter:
         self._write(f"{self.prog}: {message}\n")
 
     def error(self, message: str) -> None:
-        self.note(f"error: {message}")
+        self.note(f"error: {one_line(message)}")
 
     def verbose_note(self, message: str) -> None:
         if self.verbose:
