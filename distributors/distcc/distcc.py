@@ -414,8 +414,7 @@ def main() -> int:
         return usage_error(PROG, str(e))
     m = cli.load_or_exit(PROG, args.manifest)
     engine = Distcc(args, m, hosts)
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     feed = None if args.dry_run else JobFeed.from_environment(m)
     if feed and args.self_contained:
         # Whether the link can go at all depends on every job's index shard.

@@ -309,7 +309,7 @@ class Icecream:
 def main() -> int:
     args = parse_args()
     m = cli.load_or_exit(PROG, args.manifest)
-    rep = Reporter(PROG, quiet=args.quiet, progress=args.progress, verbose=args.verbose)
+    rep = Reporter.for_args(PROG, args)
     feed = None if args.dry_run else JobFeed.from_environment(m)
     if feed and args.self_contained:
         # Whether the link can go at all depends on every job's index shard.

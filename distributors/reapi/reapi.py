@@ -153,8 +153,7 @@ def human_bytes(n: int) -> str:
 class Main:
     def __init__(self, args):
         self.args = args
-        self.reporter = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                                 verbose=args.verbose)
+        self.reporter = Reporter.for_args(PROG, args)
         self.out_lock = threading.Lock()
         self.signo = 0
 

@@ -323,7 +323,7 @@ class ReclientReporter(Reporter):
 
     def __init__(self, args, input_bytes: int):
         super().__init__(PROG, quiet=args.quiet, progress=args.progress,
-                         verbose=args.verbose)
+                         verbose=args.verbose, timings=args.timings)
         self.strategy = args.exec_strategy
         self.input_bytes = input_bytes
         self.retries = 0

@@ -347,8 +347,7 @@ def main() -> int:
     engine = Slurm(args, m, None)
     if args.dry_run:
         return engine.dry_run()
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     return engine.run()
 
 

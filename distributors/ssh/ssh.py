@@ -401,8 +401,7 @@ def main() -> int:
             return usage_error(PROG, f"job {job.index}: {e}")
     if args.dry_run:
         return engine.dry_run()
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     engine.rep.verbose_note(f"{plural(len(hosts), 'host')}, "
                             f"{plural(engine.pool.limit, 'slot')}")
     return engine.run()

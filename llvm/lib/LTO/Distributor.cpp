@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dtlto/Distributor.h"
+#include "dtlto/Signals.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -96,20 +97,6 @@ static std::atomic<pid_t> RunningGroup{0};
 // not only the one that blocked it around posix_spawn.
 static std::atomic<int> StopWhileSpawning{0};
 
-// Which stop signals the linker was started with ignored (nohup, a
-// background job of a non-interactive shell). Read before main(), before
-// LLVM installs its handlers over them.
-static bool InitiallyIgnored[std::size(StopSignals)];
-static const bool DispositionsRead = [] {
-  for (size_t I = 0; I < std::size(StopSignals); ++I) {
-    struct sigaction Current;
-    if (sigaction(StopSignals[I], nullptr, &Current) == 0)
-      InitiallyIgnored[I] =
-          !(Current.sa_flags & SA_SIGINFO) && Current.sa_handler == SIG_IGN;
-  }
-  return true;
-}();
-
 static void sleepMilliseconds(long Ms) {
   struct timespec T = {Ms / 1000, (Ms % 1000) * 1000000};
   while (nanosleep(&T, &T) != 0 && errno == EINTR) {
@@ -145,24 +132,15 @@ static void onStopSignal(int Sig, siginfo_t *Info, void *Context) {
   size_t I = 0;
   while (StopSignals[I] != Sig)
     ++I;
-  const struct sigaction &Old = SavedActions[I];
-  if ((Old.sa_flags & SA_SIGINFO) && Old.sa_sigaction)
-    return Old.sa_sigaction(Sig, Info, Context);
-  if (Old.sa_handler == SIG_IGN)
-    return;
-  if (Old.sa_handler != SIG_DFL)
-    return Old.sa_handler(Sig);
-  signal(Sig, SIG_DFL);
-  raise(Sig);
+  passSignalOn(SavedActions[I], Sig, Info, Context);
 }
 
 SignalGuard::SignalGuard() {
-  (void)DispositionsRead;
-  // Have LLVM install its handlers now (registering a file does), so that
-  // ours go on top of them and hand signals on to them, and LLVM cannot
-  // later install its own over ours.
-  sys::RemoveFileOnSignal("");
-  sys::DontRemoveFileOnSignal("");
+  // The handlers that remove the temporary files (LLVM's, and ours over
+  // them) go in first: ours here go on top and hand signals on to them
+  // once the distributor is stopped, and they cannot later be installed
+  // over ours.
+  installTempFileHandlers();
 
   struct sigaction Stop, Ignore;
   std::memset(&Stop, 0, sizeof(Stop));
@@ -175,7 +153,7 @@ SignalGuard::SignalGuard() {
   // A signal the user had ignored stays ignored: LLVM's handler would
   // otherwise remove the temporary files and let the link go on without them.
   for (size_t I = 0; I < std::size(StopSignals); ++I)
-    sigaction(StopSignals[I], InitiallyIgnored[I] ? &Ignore : &Stop,
+    sigaction(StopSignals[I], startedIgnored(StopSignals[I]) ? &Ignore : &Stop,
               &SavedActions[I]);
 }
 

@@ -391,8 +391,7 @@ Error OutOfProcessBackend::checkSettings() {
   if (LocalSlots)
     LocalPool.emplace(hardware_concurrency(LocalSlots));
   if (isNativeBackend(S.RemoteCompiler))
-    Native = NativeBackendFiles{backendConfigPath(S.LinkerOutputFile),
-                                combinedIndexPath(S.LinkerOutputFile)};
+    Native = NativeBackendFiles{backendConfigPath(S.LinkerOutputFile)};
   auto MakeCommon = [&](const NativeBackendFiles *Files) {
     return makeCommonPart(Conf, TT, S.LinkerOutputFile, S.RemoteCompiler,
                           S.RemoteCompilerPrependArgs, S.RemoteCompilerArgs,
@@ -400,10 +399,9 @@ Error OutOfProcessBackend::checkSettings() {
   };
   Common = MakeCommon(Native ? &*Native : nullptr);
   if (Cache.isValid()) {
-    // The per-link files of dtlto-backend are named by the linker's pid:
-    // key by what they hold (the configuration and the index are keyed
-    // already), not by their names.
-    NativeBackendFiles Stable{"<config>", "<combined-index>"};
+    // dtlto-backend's configuration is named by the linker's pid: key by
+    // what it holds (keyed already), not by its name.
+    NativeBackendFiles Stable{"<config>"};
     CommonPart KeyPart = MakeCommon(Native ? &Stable : nullptr);
     CompileID = remoteCompileID(KeyPart.Args, KeyPart.Inputs);
     // Cache keys hash the -mllvm options. Ours change how jobs run, not what
@@ -553,7 +551,8 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitName = originalName(J.ModuleID);
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
-  Req.AddReferencedDeclarations = !Native;
+  // dtlto-backend, like clang, reads the job's summaries from its shard.
+  Req.AddReferencedDeclarations = true;
   Req.AddCalledDeclarations = TT.isOSBinFormatCOFF();
   TimeTraceScope ShardScope("Emit individual index for DTLTO", J.ShardPath);
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
@@ -718,8 +717,8 @@ Error OutOfProcessBackend::writeCopiesOnce(ArrayRef<std::string> ModuleIDs) {
   return Error::success();
 }
 
-// dtlto-backend gets the linker's LTO configuration and the whole combined
-// index, once per link, and runs each job from them as in-process ThinLTO.
+// dtlto-backend gets the linker's LTO configuration once per link, and runs
+// each job from it and the job's shard as in-process ThinLTO.
 Error OutOfProcessBackend::writeNativeBackendFiles() {
   ExtraScope Scope(Compat, "DTLTO write dtlto-backend inputs");
   std::vector<std::string> Mllvm;
@@ -727,12 +726,7 @@ Error OutOfProcessBackend::writeNativeBackendFiles() {
     if (!isEngineOption(A))
       Mllvm.push_back(A);
   Temps.add(Native->Config);
-  if (Error E = writeBackendConfig(Native->Config, Conf, Mllvm))
-    return E;
-  Temps.add(Native->CombinedIndex);
-  return writeFile(
-      Native->CombinedIndex, "combined index",
-      [&](raw_ostream &OS) { writeIndexToFile(CombinedIndex, OS); });
+  return writeBackendConfig(Native->Config, Conf, Mllvm);
 }
 
 // Writes what the jobs share and the manifest (streaming: with no jobs),

@@ -2,20 +2,22 @@
 //
 // Runs DTLTO jobs exactly as LLVM's in-process ThinLTO backend would run them
 // in the linker: the linker's LTO configuration (read from --config, written
-// by the engine), the link's combined summary index (--combined-index), the
-// module's import list (from its shard, -fthinlto-index=), imported modules
-// loaded lazily from their files, then lto::thinBackend, the same function
-// in-process ThinLTO calls. The object is the one in-process ThinLTO makes.
+// by the engine), the module's share of the link's summary index and its
+// import list (its shard, -fthinlto-index=), imported modules loaded lazily
+// from their files, then lto::thinBackend, the same function in-process
+// ThinLTO calls. The object is the one in-process ThinLTO makes.
 //
 // It takes the job shape every distributor already runs:
-//   common.args = dtlto-backend --config=<c> --combined-index=<i>
+//   common.args = dtlto-backend --config=<c>
 //   job.args    = <module> -fthinlto-index=<shard> -o <object>
+// A job reads nothing of the rest of the program: its inputs grow with its
+// module and its imports, not with the link.
 // With --batch it runs many jobs in one process: each line of stdin is a job's
 // arguments as a JSON array of strings, and each job gets one line on stdout,
 // {"ok":true} or {"ok":false,"error":"..."}, once its object is written.
-// Without --config and --combined-index it is the farm side of distcc and
-// icecream: `-c <bundle> -o <object>` runs the one job in the bundle
-// (Bundle.h, docs/bundle.md).
+// Without --config it is the farm side of distcc and icecream:
+// `-c <bundle> -o <object>` runs the one job in the bundle (Bundle.h,
+// docs/bundle.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,17 +53,18 @@ using namespace llvm;
 static codegen::RegisterCodeGenFlags CodeGenFlags;
 
 static const char *const Usage =
-    "usage: dtlto-backend --config=<file> --combined-index=<file>\n"
+    "usage: dtlto-backend --config=<file>\n"
     "                     <module> -fthinlto-index=<shard> -o <object>\n"
-    "       dtlto-backend --config=<file> --combined-index=<file> --batch\n"
+    "       dtlto-backend --config=<file> --batch\n"
     "       dtlto-backend -c <bundle>|- -o <object>\n"
     "\n"
     "Runs ThinLTO backend jobs exactly as in-process ThinLTO runs them in the\n"
-    "linker. The engine writes --config and --combined-index once per link and\n"
-    "lists both in the manifest's common.inputs. With --batch, each line of\n"
-    "stdin is one job's arguments as a JSON array of strings; each job gets one\n"
-    "line on stdout, {\"ok\":true} or {\"ok\":false,\"error\":\"...\"}.\n"
-    "Without --config and --combined-index it runs the one job of a bundle\n"
+    "linker. The engine writes --config once per link and lists it in the\n"
+    "manifest's common.inputs; each job's summaries come from its shard. With\n"
+    "--batch, each line of stdin is one job's arguments as a JSON array of\n"
+    "strings; each job gets one line on stdout, {\"ok\":true} or\n"
+    "{\"ok\":false,\"error\":\"...\"}.\n"
+    "Without --config it runs the one job of a bundle\n"
     "(what distcc and icecream send, see docs/bundle.md) and writes its object\n"
     "to -o; other options, which those daemons add, are ignored.\n";
 
@@ -83,8 +86,6 @@ struct ModuleFile {
 /// What every job of a link shares, loaded once per process.
 struct Link {
   lto::Config Conf;
-  std::unique_ptr<ModuleSummaryIndex> Index;
-  DenseMap<StringRef, GVSummaryMapTy> DefinedPerModule;
   /// Module files opened so far. A batch worker's jobs import from the same
   /// few modules again and again; opening each once, as in-process ThinLTO
   /// does with its inputs, saves about 1% of CPython's backend time. The
@@ -150,16 +151,18 @@ static Error runJob(Link &L, const JobArgs &J) {
     return fail("cannot read the index shard '" + J.Shard +
                 "': " + toString(Shard.takeError()));
 
+  // The shard is the backend's index, as for clang: the module's own
+  // summaries, those it imports and those it refers to, as the thin link
+  // left them (in-process ThinLTO looks these up in the whole index).
+  ModuleSummaryIndex &Index = **Shard;
+  if (!Index.modulePaths().count(J.Module))
+    return fail("the index shard '" + J.Shard + "' knows no module '" +
+                J.Module + "': the job does not belong to this link");
   // A module that defines nothing live (all its code compiled out) has no
   // summaries, but is still a module of the link.
-  static const GVSummaryMapTy NoDefinitions;
-  if (!L.Index->modulePaths().count(J.Module))
-    return fail("the combined index knows no module '" + J.Module +
-                "': the job does not belong to this link");
-  auto DefinedIt = L.DefinedPerModule.find(J.Module);
-  const GVSummaryMapTy &Defined = DefinedIt == L.DefinedPerModule.end()
-                                      ? NoDefinitions
-                                      : DefinedIt->second;
+  DenseMap<StringRef, GVSummaryMapTy> DefinedPerModule;
+  Index.collectDefinedGVSummariesPerModule(DefinedPerModule);
+  const GVSummaryMapTy &Defined = DefinedPerModule[J.Module];
 
   lto::LTOLLVMContext Context(L.Conf);
   Expected<std::unique_ptr<Module>> M = BM->parseModule(Context);
@@ -187,7 +190,7 @@ static Error runJob(Link &L, const JobArgs &J) {
     return std::make_unique<CachedFileStream>(
         std::make_unique<raw_svector_ostream>(Object));
   };
-  if (Error E = lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, *L.Index,
+  if (Error E = lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, Index,
                                  ImportList, Defined, &ModuleMap,
                                  L.Conf.CodeGenOnly))
     return E;
@@ -234,7 +237,7 @@ static int runBatch(Link &L) {
 namespace {
 /// dtlto-backend's own command line.
 struct Invocation {
-  std::string ConfigPath, IndexPath;
+  std::string ConfigPath;
   bool Batch = false;
   std::vector<std::string> JobArgv;
 };
@@ -248,9 +251,8 @@ static int die(Error E) {
 // Runs the job(s) of Inv. With ObjectOverride, the job's object is written
 // there instead of to its -o (a bundle's job writes where its daemon says).
 static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
-  if (Inv.ConfigPath.empty() || Inv.IndexPath.empty())
-    return die(fail("--config= and --combined-index= are required\n" +
-                    Twine(Usage)));
+  if (Inv.ConfigPath.empty())
+    return die(fail("--config= is required\n" + Twine(Usage)));
 
   Link L;
   Expected<dtlto::BackendConfigHeader> H =
@@ -279,19 +281,11 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
   InitializeAllAsmPrinters();
   InitializeAllAsmParsers();
 
-  Expected<std::unique_ptr<ModuleSummaryIndex>> Index =
-      getModuleSummaryIndexForFile(Inv.IndexPath);
-  if (!Index)
-    return die(fail("cannot read the combined index '" + Inv.IndexPath +
-                    "': " + toString(Index.takeError())));
-  L.Index = std::move(*Index);
-  L.Index->collectDefinedGVSummariesPerModule(L.DefinedPerModule);
-
   if (Inv.Batch) {
     int RC = runBatch(L);
     // Every object is written and every reply flushed. The distributor waits
-    // for its workers after the link's last job: freeing the combined index
-    // and modules here would only make the link wait longer.
+    // for its workers after the link's last job: freeing the modules here
+    // would only make the link wait longer.
     outs().flush();
     sys::Process::Exit(RC, /*NoCleanup=*/true);
   }
@@ -312,8 +306,6 @@ static Invocation parseInvocation(ArrayRef<std::string> Args) {
     StringRef A = Arg;
     if (A.consume_front("--config="))
       Inv.ConfigPath = A.str();
-    else if (A.consume_front("--combined-index="))
-      Inv.IndexPath = A.str();
     else if (A == "--batch")
       Inv.Batch = true;
     else
@@ -384,9 +376,8 @@ static Expected<FarmArgs> parseFarmArgs(ArrayRef<std::string> Args) {
     }
   }
   if (F.Input.empty() || F.Output.empty())
-    return fail("without --config= and --combined-index=, dtlto-backend "
-                "runs a bundle: -c <bundle> -o <object> (or '-' for "
-                "stdin)\n" +
+    return fail("without --config=, dtlto-backend runs a bundle: -c <bundle> "
+                "-o <object> (or '-' for stdin)\n" +
                 Twine(Usage));
   return F;
 }
@@ -537,7 +528,7 @@ int main(int argc, const char **argv) {
     Args.push_back(A.str());
   }
   Invocation Inv = parseInvocation(Args);
-  if (Inv.ConfigPath.empty() && Inv.IndexPath.empty() && !Inv.Batch)
+  if (Inv.ConfigPath.empty() && !Inv.Batch)
     return runBundle(Args);
   return runInvocation(Inv, "");
 }

@@ -127,7 +127,7 @@ def run(prog: str, args, slug: str, make_plan: MakePlan,
         for line in plan.job_commands:
             print(line)
         return EXIT_OK
-    reporter = Reporter(prog, quiet=args.quiet, progress=args.progress, verbose=args.verbose)
+    reporter = Reporter.for_args(prog, args)
     return _Run(reporter, m, plan, directory).run()
 
 

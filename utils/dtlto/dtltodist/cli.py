@@ -114,6 +114,9 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--dry-run", action="store_true",
                        help="print the command of every job, one per line, "
                             "shell-quoted, and exit 0 without running anything")
+    group.add_argument("--timings", metavar="FILE",
+                       help="write when each job started and ended (JSON, seconds "
+                            "since the run began) to FILE at the end")
 
 
 def make_parser(prog: str, description: str, epilog: str = "") -> argparse.ArgumentParser:
@@ -149,7 +152,6 @@ def run(prog: str, args: argparse.Namespace, slots: Slots,
             print(shlex.join(command(job)))
         slots.close()
         return EXIT_OK
-    reporter = reporter or Reporter(prog, quiet=args.quiet, progress=args.progress,
-                                    verbose=args.verbose)
+    reporter = reporter or Reporter.for_args(prog, args)
     return Runner(reporter, slots, command=command, retry=retry).run(
         m.jobs, JobFeed.from_environment(m))

@@ -6,6 +6,7 @@ job ends, so lines of parallel jobs never interleave. What the user is told
 about each job, the linker is told too, on its event channel (events.py).
 """
 
+import json
 import os
 import shlex
 import socket
@@ -71,8 +72,13 @@ def size_text(nbytes: int) -> str:
 
 class Reporter:
     def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
-                 stream=None, placement=None):
+                 stream=None, placement=None, timings=None):
         self.prog = prog
+        # --timings FILE: when each job started and ended (the first start,
+        # the last end, over retries), written at the summary. What the farm
+        # model (bench/farmmodel.py) replays.
+        self.timings_path = timings
+        self.times: dict[int, list] = {}
         # placement() -> what the summary says after "N jobs on", in place of
         # the slots: a remote engine's hosts, retries and bytes moved.
         self.placement = placement
@@ -122,8 +128,17 @@ class Reporter:
         self.done = 0
         self.start = time.monotonic()
 
+    @classmethod
+    def for_args(cls, prog: str, args, **kwargs) -> "Reporter":
+        """A reporter with the common options' settings (cli.py)."""
+        return cls(prog, quiet=args.quiet, progress=args.progress,
+                   verbose=args.verbose, timings=getattr(args, "timings", None),
+                   **kwargs)
+
     def started(self, job, argv, worker: str | None = None) -> None:
         self._began[job.index] = time.monotonic()
+        if self.timings_path:
+            self.times.setdefault(job.index, [self.elapsed(), None, ""])
         self.events.started(job.index, worker=worker or self.worker)
         self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
 
@@ -144,8 +159,33 @@ class Reporter:
         self.events.cancelled(job.index)
         self.verbose_note(f"job {job.index} cancelled by the linker")
 
+    def _ended(self, result) -> None:
+        if self.timings_path:
+            entry = self.times.setdefault(result.job.index, [None, None, ""])
+            entry[1] = self.elapsed()
+            entry[2] = getattr(result, "where", "") or ""
+
+    def write_timings(self) -> None:
+        """The --timings file: {"jobs": [{"index", "start", "end", "where"}]},
+        seconds since the run began, in job order. Written whole, or not at
+        all: a half-written file must not pass for a measurement."""
+        if not self.timings_path:
+            return
+        jobs = [{"index": i, "start": t[0], "end": t[1], "where": t[2]}
+                for i, t in sorted(self.times.items())]
+        data = json.dumps({"tool": self.prog, "wall": self.elapsed(), "jobs": jobs})
+        tmp = f"{self.timings_path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w") as f:
+                f.write(data + "\n")
+            os.replace(tmp, self.timings_path)
+        except OSError as e:
+            self.note(f"warning: cannot write the timings file "
+                      f"{self.timings_path}: {e.strerror}")
+
     def finished(self, result) -> None:
         """A job succeeded: pass its output on, then show progress."""
+        self._ended(result)
         self.events.done(result.job.index, worker=result.where or self.worker,
                          compile_s=self._ran_for(result.job), attempt=result.attempt)
         self.done += 1
@@ -171,6 +211,7 @@ class Reporter:
 
     def failed(self, result, argv) -> None:
         """Everything needed to understand a failure without rerunning it."""
+        self._ended(result)
         job = result.job
         self._ran_for(job)
         self.events.failed(job.index, result.describe(), retry=False,
@@ -185,6 +226,7 @@ class Reporter:
             self.stream.flush()
 
     def summary(self, slots: str, failed: int) -> None:
+        self.write_timings()
         self._clear_line()
         if not self.quiet:
             where = self.placement() if self.placement else slots
