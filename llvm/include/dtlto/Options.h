@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include <optional>
 #include <string>
 
 namespace dtlto {
@@ -54,8 +55,9 @@ llvm::Expected<StreamMode> streamMode();
 
 /// How many jobs the linker runs itself, with the in-process backend, while
 /// the distributor runs the others (-mllvm -dtlto-local-jobs=N, or
-/// DTLTO_LOCAL_JOBS=N; 0 by default).
-llvm::Expected<unsigned> localJobs();
+/// DTLTO_LOCAL_JOBS=N); nullopt when neither says (the engine's default:
+/// 1 with a streaming distributor, 0 with a one-shot one).
+llvm::Expected<std::optional<unsigned>> localJobs();
 
 /// A distributed job that has run this many times longer than its size
 /// predicts is also run in the linker, when a local slot is free; the first

@@ -51,7 +51,8 @@ static cl::opt<std::string> StreamOpt(
 static cl::opt<unsigned> LocalJobsOpt(
     "dtlto-local-jobs", cl::value_desc("N"),
     cl::desc("Run up to N DTLTO jobs in the linker while the distributor "
-             "runs the others (default: 0)"));
+             "runs the others (default: 1 with a streaming distributor, "
+             "0 with a one-shot one)"));
 
 static cl::opt<std::string> HedgeOpt(
     "dtlto-hedge", cl::value_desc("factor"),
@@ -170,16 +171,16 @@ Expected<dtlto::StreamMode> dtlto::streamMode() {
                                "' is not auto, on (1) or off (0)");
 }
 
-Expected<unsigned> dtlto::localJobs() {
+Expected<std::optional<unsigned>> dtlto::localJobs() {
   if (LocalJobsOpt.getNumOccurrences())
-    return LocalJobsOpt;
+    return std::optional<unsigned>(LocalJobsOpt);
   std::optional<StringRef> V = env("DTLTO_LOCAL_JOBS");
   if (!V)
-    return 0;
+    return std::nullopt;
   unsigned N;
   if (V->trim().getAsInteger(10, N) || N > 1024)
     return badEnv("DTLTO_LOCAL_JOBS", *V, "a number of jobs (0 to 1024)");
-  return N;
+  return std::optional<unsigned>(N);
 }
 
 Expected<double> dtlto::hedgeFactor() {

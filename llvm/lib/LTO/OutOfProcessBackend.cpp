@@ -380,10 +380,15 @@ Error OutOfProcessBackend::checkSettings() {
       !Compat && (*Mode == StreamMode::On ||
                   (*Mode == StreamMode::Auto &&
                    speaksStreamProtocol(*DistributorPath, S.DistributorArgs)));
-  Expected<unsigned> Local = localJobs();
+  // By default the linker's own core joins a streaming farm: the link holds
+  // that core while it waits anyway, and with it stragglers are hedged
+  // (bench/farm.py: 0.64x one-shot's wall on a farm with a slow host). A
+  // one-shot distributor gets the whole manifest, exactly as LLVM's engine
+  // gives it, unless local jobs are asked for.
+  Expected<std::optional<unsigned>> Local = localJobs();
   if (!Local)
     return Local.takeError();
-  LocalSlots = Compat ? 0 : *Local;
+  LocalSlots = Compat ? 0 : Local->value_or(Streaming ? 1 : 0);
   Expected<double> Hedge = hedgeFactor();
   if (!Hedge)
     return Hedge.takeError();
