@@ -20,7 +20,8 @@ compile, sleeps --straggler - 1 times as long as the compile took.
 
 Modes (alternating run by run):
   oneshot   the whole manifest once every shard is written (DTLTO_STREAM=0)
-  stream    each job as its shard is ready (ssh.py declares the protocol)
+  stream    each job as its shard is ready (ssh.py declares the protocol),
+            no local slot (DTLTO_LOCAL_JOBS=0: the engine's default is one)
   local     streaming, and one job at a time in the linker
             (DTLTO_LOCAL_JOBS=1, DTLTO_HEDGE=0)
   hedge     as local, and stragglers hedged (DTLTO_HEDGE=3)
@@ -56,8 +57,8 @@ HOSTS_PY = os.path.join(ROOT, "test", "distributors", "ssh", "Inputs", "hosts.py
 SSH_PY = os.path.join(ROOT, "distributors", "ssh", "ssh.py")
 RELAY = os.path.join(HERE, "benchlib", "delayrelay.py")
 MODES = {
-    "oneshot": {"DTLTO_STREAM": "0"},
-    "stream": {"DTLTO_STREAM": "auto"},
+    "oneshot": {"DTLTO_STREAM": "0", "DTLTO_LOCAL_JOBS": "0"},
+    "stream": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "0"},
     "local": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "1", "DTLTO_HEDGE": "0"},
     "hedge": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "1", "DTLTO_HEDGE": "3"},
 }
