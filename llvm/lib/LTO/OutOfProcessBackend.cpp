@@ -636,8 +636,9 @@ bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
 }
 
 // Exactly what in-process ThinLTO does for one module, into memory, so that
-// the object goes to the link through finishJob like any other. It does not
-// enter the cache: its key says "compiled by the remote compiler".
+// the object goes to the link through finishJob like any other. A local
+// slot's object enters the cache (it is the farm's, byte for byte); the
+// fallback's does not: its job failed on the farm.
 Expected<SmallString<0>> OutOfProcessBackend::compileToBuffer(JobState &State,
                                                               Source Kind) {
   ExtraScope Scope(Compat, "DTLTO compile in the linker", State.J.ModuleID);
@@ -1004,8 +1005,11 @@ void OutOfProcessBackend::runInLocalSlot(JobState &State, Source Kind) {
     Expected<SmallString<0>> Object = compileToBuffer(State, Kind);
     if (!Object)
       jobFailed(State, Object.takeError());
-    else
-      finishJob(State, *Object, Kind);
+    else if (finishJob(State, *Object, Kind) && Kind != Source::Fallback)
+      // A job the farm would have run: its object, which is the farm's
+      // byte for byte, serves the next link as the farm's would (a cache
+      // filled by a link with local slots would otherwise miss their jobs).
+      storeInCache(State, *Object);
   }
   {
     std::lock_guard<std::mutex> Lock(Mu);
