@@ -229,7 +229,7 @@ def main(argv=None):
                     shutil.rmtree(d, ignore_errors=True)
                     os.makedirs(d)
                     out = os.path.join(d, output)
-                    r = run_link(make(out), cwd, clean_env(),
+                    r = run_link(make(out), cwd, clean_env({"DTLTO_LOCAL_JOBS": "0"}),
                                  os.path.join(d, "stdout"), os.path.join(d, "stderr"))
                     if r["returncode"] != 0:
                         with open(os.path.join(d, "stderr")) as f:

@@ -125,8 +125,12 @@ class ProgramBench:
 
     def env(self, mode):
         # Our engine's local fallback off: a job it compiled in the linker
-        # would be timed as DTLTO (it fails the mode instead).
-        return clean_env({"DTLTO_VERBOSE": "1", "DTLTO_LOCAL_FALLBACK": "0"}
+        # would be timed as DTLTO (it fails the mode instead). No local slot
+        # either (the default with a streaming distributor): ours and stock
+        # get the same distributor and the same width; bench/farm.py
+        # measures local slots.
+        return clean_env({"DTLTO_VERBOSE": "1", "DTLTO_LOCAL_FALLBACK": "0",
+                          "DTLTO_LOCAL_JOBS": "0"}
                          if mode.linker == "ours" else None)
 
     def fail(self, mode, why):
