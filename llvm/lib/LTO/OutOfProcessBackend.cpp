@@ -286,6 +286,7 @@ private:
   size_t Unfinished = 0;          // jobs made, without an object yet
   unsigned LocalSlots = 0, LocalBusy = 0;
   double HedgeFactor = 0;
+  Clock::time_point LastEventAt; // the last line on the event channel
   std::optional<DefaultThreadPool> LocalPool;
   std::vector<double> SecondsPerByte; // of finished jobs, for hedging
   std::string EventChannelProblem;    // the first bad line, for one warning
@@ -849,6 +850,7 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
     return;
   Expected<JobEvent> E = parseJobEvent(Line);
   std::unique_lock<std::mutex> Lock(Mu);
+  LastEventAt = Clock::now();
   if (E && E->Id >= Handed.size())
     E = makeError("job " + Twine(E->Id) + " does not exist (" +
                   Twine(Handed.size()) + " jobs)");
@@ -1106,7 +1108,7 @@ Error OutOfProcessBackend::runJobs() {
   {
     TimeTraceScope Scope("Execute DTLTO distributor", *DistributorPath);
     std::optional<Clock::time_point> Deadline, AllInAt;
-    const auto CancelGrace = std::chrono::seconds(5);
+    const auto CancelGrace = std::chrono::seconds(10);
     std::unique_lock<std::mutex> Lock(Mu);
     if (Farm && TimeoutSeconds)
       Deadline = FarmStart + std::chrono::seconds(TimeoutSeconds);
@@ -1124,13 +1126,17 @@ Error OutOfProcessBackend::runJobs() {
           }))))
         break;
       // A streaming farm that still runs once every object is in has been
-      // told to cancel what it runs; it gets a few seconds to say so and
-      // exit, and is then stopped: a farm that ignores cancels must not
-      // hold up a link that has everything.
+      // told to cancel what it runs; once it has said nothing for 10 s it
+      // is stopped: a farm that ignores cancels must not hold up a link
+      // that has everything.
       if (!Unfinished && !LocalBusy && Farm && Streaming) {
         if (!AllInAt)
           AllInAt = Clock::now();
-        else if (Clock::now() >= *AllInAt + CancelGrace)
+        // Quiet since every object came in, or since its last event: a
+        // farm answering cancels one by one on a loaded machine is waited
+        // for.
+        AllInAt = std::max(*AllInAt, LastEventAt);
+        if (Clock::now() >= *AllInAt + CancelGrace)
           break;
       }
       if (Deadline && Clock::now() >= *Deadline) {
