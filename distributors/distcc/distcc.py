@@ -17,7 +17,7 @@ from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
 from dtltodist.report import EXIT_OK, Reporter, plural, usage_error  # noqa: E402
-from dtltodist.runner import JobResult, Runner, whole_manifest  # noqa: E402
+from dtltodist.runner import JobResult, Runner  # noqa: E402
 
 PROG = "distcc.py"
 
@@ -416,18 +416,10 @@ def main() -> int:
     engine = Distcc(args, m, hosts)
     engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     feed = None if args.dry_run else JobFeed.from_environment(m)
-    if feed and args.self_contained:
-        # Whether the link can go at all depends on every job's index shard.
-        m = engine.m = whole_manifest(m, feed, engine.rep)
-        feed = None
-    refused = ""
-    if args.self_contained:
-        problem = selfcontained.usage_error(m)
-        if problem:
-            return usage_error(PROG, problem)
-        refused = selfcontained.refusal(m)
-    if refused:
-        return selfcontained.run_here(PROG, args, m, refused)
+    m, feed, code = selfcontained.start(PROG, args, m, feed, engine.rep)
+    engine.m = m
+    if code is not None:
+        return code
     if any(not h.local for h in hosts) and not args.self_contained:
         for job in m.jobs:
             try:

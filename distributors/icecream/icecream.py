@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.report import EXIT_OK, Reporter, usage_error  # noqa: E402
-from dtltodist.runner import JobResult, Runner, Slots, whole_manifest  # noqa: E402
+from dtltodist.runner import JobResult, Runner, Slots  # noqa: E402
 
 PROG = "icecream.py"
 # icecream sends only compilers whose name says gcc, clang or cc, and iceccd
@@ -311,17 +311,9 @@ def main() -> int:
     m = cli.load_or_exit(PROG, args.manifest)
     rep = Reporter.for_args(PROG, args)
     feed = None if args.dry_run else JobFeed.from_environment(m)
-    if feed and args.self_contained:
-        # Whether the link can go at all depends on every job's index shard.
-        m = whole_manifest(m, feed, rep)
-        feed = None
-    if args.self_contained:
-        problem = selfcontained.usage_error(m)
-        if problem:
-            return usage_error(PROG, problem)
-        refused = selfcontained.refusal(m)
-        if refused:
-            return selfcontained.run_here(PROG, args, m, refused)
+    m, feed, code = selfcontained.start(PROG, args, m, feed, rep)
+    if code is not None:
+        return code
     try:
         backend, clang = find_tools(args, m)
         if not shutil.which(args.icecc):
