@@ -21,6 +21,7 @@ the engine then gives it a manifest without jobs.
 import dataclasses
 import json
 import os
+import threading
 import time
 
 from . import manifest as manifest_mod
@@ -50,6 +51,12 @@ class Events:
     def __init__(self, environ=None):
         environ = os.environ if environ is None else environ
         self._fd = _fd_from(EVENTS_VAR, environ)
+        # Jobs whose last word is said (done, cancelled, a final failed).
+        # A job thread may still report "started" after the main thread
+        # cancelled that job; such a late event is dropped here, so each
+        # job's events end with its final one whatever the threads do.
+        self._closed: set[int] = set()
+        self._lock = threading.Lock()
         if self._fd is not None:
             # Ours alone: the jobs we start must not hold the pipe open.
             os.set_inheritable(self._fd, False)
@@ -58,9 +65,15 @@ class Events:
     def enabled(self) -> bool:
         return self._fd is not None
 
-    def _emit(self, job_id: int, event: str, **fields) -> None:
-        if self._fd is None:
-            return
+    def _emit(self, job_id: int, event: str, final: bool = False, **fields) -> None:
+        with self._lock:
+            if self._fd is None or job_id in self._closed:
+                return
+            if final:
+                self._closed.add(job_id)
+            self._write(job_id, event, fields)
+
+    def _write(self, job_id: int, event: str, fields: dict) -> None:
         record = {"id": job_id, "event": event, "t": round(time.time(), 6)}
         record.update({k: v for k, v in fields.items() if v is not None})
         line = (json.dumps(record, ensure_ascii=True) + "\n").encode()
@@ -88,16 +101,16 @@ class Events:
     def done(self, job_id: int, worker: str | None = None,
              compile_s: float | None = None, download_s: float | None = None,
              attempt: int | None = None) -> None:
-        self._emit(job_id, "done", worker=worker, compile_s=_secs(compile_s),
+        self._emit(job_id, "done", final=True, worker=worker, compile_s=_secs(compile_s),
                    download_s=_secs(download_s), attempt=attempt)
 
     def failed(self, job_id: int, reason: str, retry: bool,
                worker: str | None = None, attempt: int | None = None) -> None:
-        self._emit(job_id, "failed", reason=" ".join(reason.split())[:4096],
+        self._emit(job_id, "failed", final=not retry, reason=" ".join(reason.split())[:4096],
                    retry=retry, worker=worker, attempt=attempt)
 
     def cancelled(self, job_id: int) -> None:
-        self._emit(job_id, "cancelled")
+        self._emit(job_id, "cancelled", final=True)
 
 
 def _secs(value: float | None) -> float | None:

@@ -147,8 +147,8 @@ while time.monotonic() < deadline:
     try:
         with open(f"/proc/{command_pid}/stat") as f:
             gone = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        gone = True
+    except (FileNotFoundError, ProcessLookupError):
+        gone = True  # reaped, between the open and the read or before both
     if gone:
         break
     time.sleep(0.02)
