@@ -41,6 +41,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cerrno>
 #include <csignal>
 #include <iostream>
 #include <string>
@@ -55,6 +56,7 @@ static const char *const Usage =
     "                     <module> -fthinlto-index=<shard> -o <object>\n"
     "       dtlto-backend --config=<file> --combined-index=<file> --batch\n"
     "       dtlto-backend -c <bundle>|- -o <object>\n"
+    "       dtlto-backend --memory\n"
     "\n"
     "Runs ThinLTO backend jobs exactly as in-process ThinLTO runs them in the\n"
     "linker. The engine writes --config and --combined-index once per link and\n"
@@ -63,7 +65,10 @@ static const char *const Usage =
     "line on stdout, {\"ok\":true} or {\"ok\":false,\"error\":\"...\"}.\n"
     "Without --config and --combined-index it runs the one job of a bundle\n"
     "(what distcc and icecream send, see docs/bundle.md) and writes its object\n"
-    "to -o; other options, which those daemons add, are ignored.\n";
+    "to -o; other options, which those daemons add, are ignored.\n"
+    "With --memory it is a worker of the local distributor plugin: the link\n"
+    "and its jobs come on stdin and the objects go to stdout, no file is\n"
+    "touched (docs/plugins.md).\n";
 
 static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
@@ -139,16 +144,15 @@ static Expected<BitcodeModule> openModule(Link &L, StringRef Path,
   return F->BM;
 }
 
-static Error runJob(Link &L, const JobArgs &J) {
-  Expected<BitcodeModule> BM = openModule(L, J.Module, "module");
+// Compiles Module, whose import list is in Shard, into Object.
+static Error compileModule(Link &L, StringRef ModuleName,
+                           const ModuleSummaryIndex &Shard,
+                           SmallString<0> &Object) {
+  Expected<BitcodeModule> BM = openModule(L, ModuleName, "module");
   if (!BM)
     return BM.takeError();
-
-  Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
-      getModuleSummaryIndexForFile(J.Shard);
-  if (!Shard)
-    return fail("cannot read the index shard '" + J.Shard +
-                "': " + toString(Shard.takeError()));
+  JobArgs J;
+  J.Module = ModuleName.str();
 
   // A module that defines nothing live (all its code compiled out) has no
   // summaries, but is still a module of the link.
@@ -169,7 +173,7 @@ static Error runJob(Link &L, const JobArgs &J) {
   // The import list the thin link made for this module, as its shard has it.
   FunctionImporter::ImportIDTable ImportIDs;
   FunctionImporter::ImportMapTy ImportList(ImportIDs);
-  lto::initImportList(**M, **Shard, ImportList);
+  lto::initImportList(**M, Shard, ImportList);
 
   // Imported modules, loaded lazily from their files by the importer.
   MapVector<StringRef, BitcodeModule> ModuleMap;
@@ -181,15 +185,23 @@ static Error runJob(Link &L, const JobArgs &J) {
     ModuleMap.insert({Source, *SourceBM});
   }
 
-  SmallString<0> Object;
   auto AddStream = [&](unsigned, const Twine &)
       -> Expected<std::unique_ptr<CachedFileStream>> {
     return std::make_unique<CachedFileStream>(
         std::make_unique<raw_svector_ostream>(Object));
   };
-  if (Error E = lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, *L.Index,
-                                 ImportList, Defined, &ModuleMap,
-                                 L.Conf.CodeGenOnly))
+  return lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, *L.Index,
+                          ImportList, Defined, &ModuleMap, L.Conf.CodeGenOnly);
+}
+
+static Error runJob(Link &L, const JobArgs &J) {
+  Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
+      getModuleSummaryIndexForFile(J.Shard);
+  if (!Shard)
+    return fail("cannot read the index shard '" + J.Shard +
+                "': " + toString(Shard.takeError()));
+  SmallString<0> Object;
+  if (Error E = compileModule(L, J.Module, **Shard, Object))
     return E;
   // Atomically: a distributor that collects outputs never sees half an object.
   return dtlto::writeFile(J.Object, "object",
@@ -231,6 +243,196 @@ static int runBatch(Link &L) {
 }
 
 
+// Sets up what every job of the link shares: the configuration (Text,
+// named ConfigName in errors), the -mllvm options in it, the targets, and
+// the combined index.
+static Error loadLink(Link &L, StringRef ConfigName, StringRef Text,
+                      MemoryBufferRef IndexBuffer) {
+  Expected<dtlto::BackendConfigHeader> H =
+      dtlto::parseBackendConfig(ConfigName, Text, L.Conf);
+  if (!H)
+    return H.takeError();
+  // The link's -mllvm options, as the linker parsed them.
+  std::vector<const char *> ClArgs{"dtlto-backend (-mllvm)"};
+  for (const std::string &A : H->MllvmArgs)
+    ClArgs.push_back(A.c_str());
+  if (!cl::ParseCommandLineOptions(ClArgs.size(), ClArgs.data(), "", &errs()))
+    return fail("the link's -mllvm options are not this dtlto-backend's");
+  L.Conf.DiagHandler = [](const DiagnosticInfo &DI) {
+    DiagnosticPrinterRawOStream DP(errs());
+    errs() << "dtlto-backend: ";
+    if (DI.getSeverity() == DS_Error)
+      errs() << "error: ";
+    else if (DI.getSeverity() == DS_Warning)
+      errs() << "warning: ";
+    DI.print(DP);
+    errs() << "\n";
+  };
+
+  InitializeAllTargets();
+  InitializeAllTargetMCs();
+  InitializeAllAsmPrinters();
+  InitializeAllAsmParsers();
+
+  Expected<std::unique_ptr<ModuleSummaryIndex>> Index =
+      getModuleSummaryIndex(IndexBuffer);
+  if (!Index)
+    return fail("cannot read the combined index '" +
+                IndexBuffer.getBufferIdentifier() +
+                "': " + toString(Index.takeError()));
+  L.Index = std::move(*Index);
+  L.Index->collectDefinedGVSummariesPerModule(L.DefinedPerModule);
+  return Error::success();
+}
+
+
+//===----------------------------------------------------------------------===//
+// Memory mode: the worker of the local plugin (docs/plugins.md)
+//===----------------------------------------------------------------------===//
+//
+// `dtlto-backend --memory` reads everything from stdin and writes objects to
+// stdout; it touches no file. Each message is one JSON line followed by the
+// bytes it announces:
+//   in:  {"config": C, "index": I}             then the configuration and
+//                                               the combined index, once
+//        {"inputs": [{"name": N, "size": S}...]} then each input's bytes:
+//                                               the module, its shard, the
+//                                               modules it imports from
+//   out: {"ok": true, "bytes": B}              then the object
+//        {"ok": false, "error": "..."}
+
+namespace {
+/// Standard input, read in lines and runs of bytes.
+class Input {
+  std::string Buf;
+  size_t Pos = 0;
+  bool fill() {
+    if (Pos == Buf.size()) {
+      Buf.clear();
+      Pos = 0;
+    }
+    char Chunk[1 << 16];
+    ssize_t N;
+    do
+      N = ::read(0, Chunk, sizeof(Chunk));
+    while (N < 0 && errno == EINTR);
+    if (N <= 0)
+      return false;
+    Buf.append(Chunk, N);
+    return true;
+  }
+
+public:
+  bool line(std::string &Out) {
+    for (;;) {
+      size_t NL = Buf.find('\n', Pos);
+      if (NL != std::string::npos) {
+        Out = Buf.substr(Pos, NL - Pos);
+        Pos = NL + 1;
+        return true;
+      }
+      if (!fill())
+        return false;
+    }
+  }
+  bool bytes(size_t N, std::string &Out) {
+    while (Buf.size() - Pos < N)
+      if (!fill())
+        return false;
+    Out = Buf.substr(Pos, N);
+    Pos += N;
+    return true;
+  }
+};
+} // namespace
+
+static int die(Error E);
+
+static void reply(const json::Object &O, StringRef Payload = "") {
+  outs() << json::Value(json::Object(O)) << "\n" << Payload;
+  outs().flush();
+}
+
+static int runMemoryWorker() {
+  Input In;
+  std::string Line, Config, IndexBytes;
+  if (!In.line(Line))
+    return 0;
+  Expected<json::Value> Head = json::parse(Line);
+  const json::Object *H = Head ? Head->getAsObject() : nullptr;
+  if (!Head)
+    consumeError(Head.takeError());
+  if (!H || !H->getInteger("config") || !H->getInteger("index") ||
+      !In.bytes(*H->getInteger("config"), Config) ||
+      !In.bytes(*H->getInteger("index"), IndexBytes))
+    return die(fail("--memory: the first message must be "
+                    "{\"config\": C, \"index\": I} and their bytes"));
+  Link L;
+  if (Error E = loadLink(L, "<memory>", Config,
+                         MemoryBufferRef(IndexBytes, "<memory>")))
+    return die(std::move(E));
+
+  while (In.line(Line)) {
+    Expected<json::Value> V = json::parse(Line);
+    const json::Object *O = V ? V->getAsObject() : nullptr;
+    if (!V)
+      consumeError(V.takeError());
+    const json::Array *Inputs = O ? O->getArray("inputs") : nullptr;
+    if (!Inputs || Inputs->size() < 2)
+      return die(fail("--memory: a job must be {\"inputs\": [...]} with "
+                      "its module and shard"));
+    std::vector<std::pair<std::string, std::string>> Files;
+    for (const json::Value &F : *Inputs) {
+      const json::Object *FO = F.getAsObject();
+      std::optional<StringRef> Name = FO ? FO->getString("name") : std::nullopt;
+      int64_t Size = FO ? FO->getInteger("size").value_or(-1) : -1;
+      std::string Data;
+      if (!Name || Size < 0 || !In.bytes(Size, Data))
+        return die(fail("--memory: an input without its name, size or "
+                        "bytes"));
+      Files.emplace_back(Name->str(), std::move(Data));
+    }
+    // The modules, by the names the combined index knows them by. One sent
+    // before is the same file: the link's inputs do not change.
+    Error E = Error::success();
+    for (size_t I = 0; I < Files.size() && !E; ++I) {
+      if (I == 1)
+        continue; // the shard
+      std::unique_ptr<ModuleFile> &MF = L.Files[Files[I].first];
+      if (MF)
+        continue;
+      auto Buf = MemoryBuffer::getMemBufferCopy(Files[I].second,
+                                                Files[I].first);
+      Expected<BitcodeModule> BM = lto::findThinLTOModule(*Buf);
+      if (!BM) {
+        E = fail("'" + Files[I].first + "' holds no ThinLTO module: " +
+                 toString(BM.takeError()));
+        L.Files.erase(Files[I].first);
+        break;
+      }
+      MF.reset(new ModuleFile{std::move(Buf), *BM});
+    }
+    SmallString<0> Object;
+    if (!E) {
+      Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
+          getModuleSummaryIndex(MemoryBufferRef(Files[1].second,
+                                                Files[1].first));
+      if (!Shard)
+        E = fail("cannot read the index shard '" + Files[1].first +
+                 "': " + toString(Shard.takeError()));
+      else
+        E = compileModule(L, Files[0].first, **Shard, Object);
+    }
+    if (E)
+      reply(json::Object{{"ok", false}, {"error", toString(std::move(E))}});
+    else
+      reply(json::Object{{"ok", true}, {"bytes", int64_t(Object.size())}},
+            Object);
+  }
+  outs().flush();
+  sys::Process::Exit(0, /*NoCleanup=*/true);
+}
+
 namespace {
 /// dtlto-backend's own command line.
 struct Invocation {
@@ -253,39 +455,19 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
                     Twine(Usage)));
 
   Link L;
-  Expected<dtlto::BackendConfigHeader> H =
-      dtlto::readBackendConfig(Inv.ConfigPath, L.Conf);
-  if (!H)
-    return die(H.takeError());
-  // The link's -mllvm options, as the linker parsed them.
-  std::vector<const char *> ClArgs{"dtlto-backend (-mllvm)"};
-  for (const std::string &A : H->MllvmArgs)
-    ClArgs.push_back(A.c_str());
-  if (!cl::ParseCommandLineOptions(ClArgs.size(), ClArgs.data(), "", &errs()))
-    return 1;
-  L.Conf.DiagHandler = [](const DiagnosticInfo &DI) {
-    DiagnosticPrinterRawOStream DP(errs());
-    errs() << "dtlto-backend: ";
-    if (DI.getSeverity() == DS_Error)
-      errs() << "error: ";
-    else if (DI.getSeverity() == DS_Warning)
-      errs() << "warning: ";
-    DI.print(DP);
-    errs() << "\n";
-  };
-
-  InitializeAllTargets();
-  InitializeAllTargetMCs();
-  InitializeAllAsmPrinters();
-  InitializeAllAsmParsers();
-
-  Expected<std::unique_ptr<ModuleSummaryIndex>> Index =
-      getModuleSummaryIndexForFile(Inv.IndexPath);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Config =
+      MemoryBuffer::getFile(Inv.ConfigPath);
+  if (!Config)
+    return die(fail("the dtlto-backend configuration '" + Inv.ConfigPath +
+                    "' cannot be read: " + Config.getError().message()));
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Index = MemoryBuffer::getFile(
+      Inv.IndexPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!Index)
     return die(fail("cannot read the combined index '" + Inv.IndexPath +
-                    "': " + toString(Index.takeError())));
-  L.Index = std::move(*Index);
-  L.Index->collectDefinedGVSummariesPerModule(L.DefinedPerModule);
+                    "': " + Index.getError().message()));
+  if (Error E = loadLink(L, Inv.ConfigPath, (*Config)->getBuffer(),
+                         **Index))
+    return die(std::move(E));
 
   if (Inv.Batch) {
     int RC = runBatch(L);
@@ -534,6 +716,8 @@ int main(int argc, const char **argv) {
                 ")\n";
       return 0;
     }
+    if (A == "--memory")
+      return runMemoryWorker();
     Args.push_back(A.str());
   }
   Invocation Inv = parseInvocation(Args);
