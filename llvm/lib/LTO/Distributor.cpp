@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dtlto/Distributor.h"
+#include "dtlto/Events.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -273,6 +274,7 @@ static Expected<ChildEnd> childEnd(int Fd, StringRef Var) {
 
 struct DistributorProcess::Impl {
   std::string Program, Name, ManifestPath;
+  bool Payloads = false;
   pid_t Pid = 0;
   EventFn OnEvent;
   ExitFn OnExit;
@@ -298,10 +300,27 @@ struct DistributorProcess::Impl {
 };
 
 // Lines of the event channel, as they come; a line longer than the limit
-// is cut (the parser then says it is no JSON).
+// is cut (the parser then says it is no JSON). With Payloads, the bytes a
+// line announces are read with it.
 void DistributorProcess::Impl::readEvents() {
   std::string Pending;
+  size_t Start = 0; // where the next line begins in Pending
   char Buf[65536];
+  auto TakeLines = [&] {
+    for (;;) {
+      size_t NL = Pending.find('\n', Start);
+      if (NL == std::string::npos)
+        break;
+      StringRef Line = StringRef(Pending).slice(Start, NL);
+      uint64_t Bytes = Payloads ? payloadBytes(Line) : 0;
+      if (Pending.size() - (NL + 1) < Bytes)
+        break; // the rest of its bytes are still on the way
+      OnEvent(Line, StringRef(Pending).substr(NL + 1, Bytes));
+      Start = NL + 1 + Bytes;
+    }
+    Pending.erase(0, Start);
+    Start = 0;
+  };
   for (;;) {
     struct pollfd P[2] = {{EventRead, POLLIN, 0}, {Wake[0], POLLIN, 0}};
     if (poll(P, 2, -1) < 0) {
@@ -317,16 +336,14 @@ void DistributorProcess::Impl::readEvents() {
     if (N <= 0)
       break;
     Pending.append(Buf, N);
-    size_t Start = 0;
-    for (size_t NL; (NL = Pending.find('\n', Start)) != std::string::npos;
-         Start = NL + 1)
-      OnEvent(StringRef(Pending).slice(Start, NL));
-    Pending.erase(0, Start);
-    if (Pending.size() > (1 << 20)) // no newline in a megabyte: not ours
+    TakeLines();
+    // No newline in a megabyte: not ours (payloads are not lines).
+    if (!Payloads && Pending.size() > (1 << 20))
       Pending.clear();
   }
-  if (!Pending.empty())
-    OnEvent(Pending);
+  // A last line without its newline; a payload cut short is dropped.
+  if (!Pending.empty() && Pending.find('\n') == std::string::npos)
+    OnEvent(Pending, "");
 }
 
 // The job channel is a socket pair, not a pipe: a write after the
@@ -387,8 +404,9 @@ DistributorProcess::DistributorProcess(std::unique_ptr<Impl> I)
 Expected<std::unique_ptr<DistributorProcess>>
 DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
                           StringRef ManifestPath, bool Streaming,
-                          EventFn OnEvent, ExitFn OnExit) {
+                          bool Payloads, EventFn OnEvent, ExitFn OnExit) {
   auto I = std::make_unique<Impl>();
+  I->Payloads = Payloads;
   I->Program = Program.str();
   I->Name = distributorName(Program, Args);
   I->ManifestPath = ManifestPath.str();
@@ -443,7 +461,8 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
   std::vector<std::string> Argv;
   Argv.push_back(ProgramStr);
   Argv.insert(Argv.end(), Args.begin(), Args.end());
-  Argv.push_back(std::string(ManifestPath));
+  if (!ManifestPath.empty())
+    Argv.push_back(std::string(ManifestPath));
   std::vector<char *> CArgv;
   for (std::string &A : Argv)
     CArgv.push_back(A.data());
@@ -540,19 +559,35 @@ Error DistributorProcess::exitStatus() {
   int Status = I->Status;
   if (WIFEXITED(Status) && WEXITSTATUS(Status) == 0)
     return Error::success();
+  std::string OfWhat = I->ManifestPath.empty()
+                           ? std::string("running its jobs")
+                           : "running the jobs of '" + I->ManifestPath + "'";
   if (WIFEXITED(Status))
     return createStringError(
         inconvertibleErrorCode(),
         "the DTLTO distributor '" + I->Name + "' failed with exit code " +
-            Twine(WEXITSTATUS(Status)) + " running the jobs of '" +
-            I->ManifestPath + "'; its own messages above say why");
+            Twine(WEXITSTATUS(Status)) + " " + OfWhat +
+            "; its own messages above say why");
   // A process killed by a signal had no chance to say anything.
   return createStringError(
       inconvertibleErrorCode(),
       "the DTLTO distributor '" + I->Name + "' was killed by signal " +
           Twine(WTERMSIG(Status)) + " (" + strsignal(WTERMSIG(Status)) +
-          ") running the jobs of '" + I->ManifestPath +
-          "' (out of memory, or stopped from outside?)");
+          ") " + OfWhat + " (out of memory, or stopped from outside?)");
+}
+
+std::optional<int> DistributorProcess::exitCode() {
+  std::lock_guard<std::mutex> Lock(I->Mu);
+  if (!I->StatusKnown || !WIFEXITED(I->Status))
+    return std::nullopt;
+  return WEXITSTATUS(I->Status);
+}
+
+std::optional<int> DistributorProcess::exitSignal() {
+  std::lock_guard<std::mutex> Lock(I->Mu);
+  if (!I->StatusKnown || !WIFSIGNALED(I->Status))
+    return std::nullopt;
+  return WTERMSIG(I->Status);
 }
 
 DistributorProcess::~DistributorProcess() {

@@ -14,6 +14,9 @@ static const char *const KindNames[] = {"accepted", "started", "done", "failed",
 
 StringRef jobEventName(JobEvent::Kind K) { return KindNames[K]; }
 
+// No object is that large; a larger size is a broken host.
+static constexpr int64_t MaxPayload = int64_t(4) << 30;
+
 static Error bad(const Twine &Why) {
   return createStringError(inconvertibleErrorCode(), Why);
 }
@@ -81,6 +84,12 @@ Expected<JobEvent> parseJobEvent(StringRef Line) {
       return bad("'attempt' is not a positive integer");
     E.Attempt = *N;
   }
+  if (const json::Value *B = O->get("bytes")) {
+    std::optional<int64_t> N = B->getAsInteger();
+    if (!N || *N < 0 || *N > MaxPayload)
+      return bad("'bytes' is not a size up to 4 GiB");
+    E.Bytes = *N;
+  }
   if (const json::Value *R = O->get("retry")) {
     std::optional<bool> B = R->getAsBoolean();
     if (!B)
@@ -107,5 +116,62 @@ std::string cancelLine(uint64_t Id) {
 }
 
 std::string endLine() { return "{\"end\": true}"; }
+
+uint64_t payloadBytes(StringRef Line) {
+  if (!Line.contains("\"bytes\""))
+    return 0;
+  Expected<JobEvent> E = parseJobEvent(Line);
+  if (!E) {
+    consumeError(E.takeError());
+    return 0;
+  }
+  return E->Bytes;
+}
+
+std::string linkFrame(StringRef LinkerOutput, StringRef Triple,
+                      ArrayRef<std::string> CommonArgs,
+                      ArrayRef<std::string> NativeFiles, StringRef Config,
+                      StringRef CombinedIndex) {
+  std::string Frame;
+  raw_string_ostream OS(Frame);
+  json::OStream J(OS);
+  J.object([&] {
+    J.attributeObject("link", [&] {
+      J.attribute("linker_output", LinkerOutput);
+      J.attribute("triple", Triple);
+      J.attributeArray("args", [&] {
+        for (const std::string &A : CommonArgs)
+          J.value(A);
+      });
+      J.attributeArray("native_files", [&] {
+        for (const std::string &F : NativeFiles)
+          J.value(F);
+      });
+      J.attribute("backend_config", int64_t(Config.size()));
+      J.attribute("combined_index", int64_t(CombinedIndex.size()));
+    });
+  });
+  OS << '\n' << Config << CombinedIndex;
+  return Frame;
+}
+
+std::string jobFrame(uint64_t Id, const Job &Jb, ArrayRef<StringRef> Contents) {
+  std::string Frame;
+  raw_string_ostream OS(Frame);
+  json::OStream J(OS);
+  J.object([&] {
+    J.attribute("id", int64_t(Id));
+    writeJobFields(J, Jb);
+    J.attribute("input_bytes", int64_t(Jb.InputBytes));
+    J.attributeArray("sizes", [&] {
+      for (StringRef C : Contents)
+        J.value(int64_t(C.size()));
+    });
+  });
+  OS << '\n';
+  for (StringRef C : Contents)
+    OS << C;
+  return Frame;
+}
 
 } // namespace dtlto
