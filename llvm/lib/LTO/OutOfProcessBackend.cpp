@@ -38,6 +38,7 @@
 #include "dtlto/Manifest.h"
 #include "dtlto/ObjectCheck.h"
 #include "dtlto/Options.h"
+#include "dtlto/Plugin.h"
 #include "dtlto/PreparedInputs.h"
 #include "dtlto/Shards.h"
 #include "dtlto/TempFiles.h"
@@ -129,6 +130,8 @@ struct JobState {
   std::string CacheEntry;
   std::string CacheWriteFailure;
   std::vector<RequiredSymbol> RequiredSymbols;
+  /// With a plugin: the index shard, never written to a file.
+  SmallString<0> Shard;
   /// What compiling the job in the linker needs.
   std::optional<BitcodeModule> Module;
   const FunctionImporter::ImportMapTy *ImportList = nullptr;
@@ -191,8 +194,12 @@ private:
   Error startFarm(ArrayRef<const Job *> ManifestJobs, bool Streaming);
   Error ensureStreamingFarm();
   void handOver(JobState &State);
-  void onEventLine(StringRef Line);
-  void takeFarmObject(JobState &State, bool AfterExit);
+  void onEventLine(StringRef Line, StringRef Payload);
+  void takeFarmObject(JobState &State, bool AfterExit,
+                      std::optional<StringRef> Payload = std::nullopt);
+  std::string pluginLinkFrame();
+  StringRef moduleBytes(StringRef ModuleID);
+  std::string farmName() const;
   void fillLocalSlots(std::unique_lock<std::mutex> &Lock);
   JobState *pickForLocalSlot(Source &Kind);
   void runInLocalSlot(JobState &State, Source Kind);
@@ -210,7 +217,8 @@ private:
   bool lookUpCache(JobState &State, StringRef Key);
   void storeInCache(JobState &State, StringRef Object);
   void warnCacheWrites(ArrayRef<JobState *> Order);
-  Expected<std::unique_ptr<MemoryBuffer>> loadObject(const JobState &State);
+  Expected<std::unique_ptr<MemoryBuffer>>
+  loadObject(const JobState &State, std::optional<StringRef> Payload);
   Error addObject(JobState &State, StringRef Object);
   static void jobFailed(JobState &State, Error E);
   TraceSettings trace() const {
@@ -235,6 +243,11 @@ private:
   // Resolved on the first start(): a bad setting is reported before any
   // shard is written.
   std::optional<std::string> DistributorPath;
+  /// The distributor's arguments: the user's, or, with a plugin, the
+  /// plugin host's (the plugin, then the user's).
+  std::vector<std::string> FarmArgs;
+  /// A plugin (Plugin.h): inputs and objects go in memory.
+  std::optional<PluginChoice> Plugin;
   bool LocalFallback = true;
   bool Compat = false; // upstream-compatible mode (Options.h)
   unsigned TimeoutSeconds = 0;
@@ -269,6 +282,9 @@ private:
   std::vector<double> SecondsPerByte; // of finished jobs, for hedging
   std::string EventChannelProblem;    // the first bad line, for one warning
   size_t EventsSeen = 0;
+  // With a plugin: module files mapped for their bytes, once each.
+  std::mutex MappedMu;
+  StringMap<std::unique_ptr<MemoryBuffer>> Mapped;
   std::mutex CopiesMu; // streaming: held while a job's copies are written
   StringSet<> CopiesWritten;
 };
@@ -324,10 +340,20 @@ void OutOfProcessBackend::emitWarnings(ArrayRef<JobState *> Order) {
 
 Error OutOfProcessBackend::checkSettings() {
   StartTime = Clock::now();
-  Expected<std::string> Path = findDistributor(S.Distributor);
-  if (!Path)
-    return Path.takeError();
-  DistributorPath = *Path;
+  Expected<std::optional<PluginChoice>> P = findPlugin(S.Distributor);
+  if (!P)
+    return P.takeError();
+  Plugin = *P;
+  FarmArgs = S.DistributorArgs;
+  if (Plugin) {
+    DistributorPath = Plugin->Host;
+    FarmArgs.insert(FarmArgs.begin(), Plugin->Plugin);
+  } else {
+    Expected<std::string> Path = findDistributor(S.Distributor);
+    if (!Path)
+      return Path.takeError();
+    DistributorPath = *Path;
+  }
   Signals.emplace();
   // Without a remote compiler common.args[0] is empty, as with LLVM's own
   // DTLTO: a distributor may pick the compiler itself. (lld-link requires
@@ -349,10 +375,12 @@ Error OutOfProcessBackend::checkSettings() {
   Expected<StreamMode> Mode = streamMode();
   if (!Mode)
     return Mode.takeError();
+  // A plugin always streams: the host speaks nothing else.
   Streaming =
-      !Compat && (*Mode == StreamMode::On ||
-                  (*Mode == StreamMode::Auto &&
-                   speaksStreamProtocol(*DistributorPath, S.DistributorArgs)));
+      Plugin ||
+      (!Compat && (*Mode == StreamMode::On ||
+                   (*Mode == StreamMode::Auto &&
+                    speaksStreamProtocol(*DistributorPath, FarmArgs))));
   Expected<unsigned> Local = localJobs();
   if (!Local)
     return Local.takeError();
@@ -526,6 +554,8 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitImportsFile = ShouldEmitImportsFiles;
   Req.AddReferencedDeclarations = !Native;
   Req.AddCalledDeclarations = TT.isOSBinFormatCOFF();
+  if (Plugin)
+    Req.InMemory = &State.Shard;
   TimeTraceScope ShardScope("Emit individual index for DTLTO", J.ShardPath);
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
       CombinedIndex, ModuleToDefinedGVSummaries, *State.ImportList, Req);
@@ -543,8 +573,21 @@ Error OutOfProcessBackend::prepareJob(
 }
 
 Expected<std::unique_ptr<MemoryBuffer>>
-OutOfProcessBackend::loadObject(const JobState &State) {
+OutOfProcessBackend::loadObject(const JobState &State,
+                                std::optional<StringRef> Payload) {
   const Job &J = State.J;
+  if (Plugin) {
+    // The object came in memory, or not at all: a plugin leaves no files.
+    if (!Payload)
+      return makeError(farmName() + " returned no object for '" +
+                       J.ModuleID + "'");
+    std::unique_ptr<MemoryBuffer> Obj = MemoryBuffer::getMemBufferCopy(
+        *Payload, J.ModuleID + " (object from the plugin)");
+    if (Error E = checkObject(*Obj, TT, State.RequiredSymbols))
+      return makeError("the DTLTO job for '" + J.ModuleID +
+                       "' returned a bad object: " + toString(std::move(E)));
+    return std::move(Obj);
+  }
   ErrorOr<std::unique_ptr<MemoryBuffer>> Obj =
       MemoryBuffer::getFile(J.ObjectPath, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
@@ -705,11 +748,16 @@ Error OutOfProcessBackend::writeNativeBackendFiles() {
 // and starts the distributor with its channels.
 Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
                                      bool Stream) {
-  if (Native)
+  std::string Manifest, LinkFrame;
+  if (Plugin) {
+    // No manifest, no files: the host gets what the jobs share in memory.
+    LinkFrame = pluginLinkFrame();
+  } else if (Native) {
     if (Error E = writeNativeBackendFiles())
       return E;
-  std::string Manifest = manifestPath(S.LinkerOutputFile);
-  {
+  }
+  if (!Plugin) {
+    Manifest = manifestPath(S.LinkerOutputFile);
     TimeTraceScope Scope("Emit DTLTO JSON");
     Temps.add(Manifest);
     if (Error E = writeManifest(Manifest, Common, ManifestJobs))
@@ -723,8 +771,10 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
   }
   FarmStart = Clock::now();
   Expected<std::unique_ptr<DistributorProcess>> P = DistributorProcess::start(
-      *DistributorPath, S.DistributorArgs, Manifest, Stream,
-      [this](StringRef Line) { onEventLine(Line); },
+      *DistributorPath, FarmArgs, Manifest, Stream, /*Payloads=*/bool(Plugin),
+      [this](StringRef Line, StringRef Payload) {
+        onEventLine(Line, Payload);
+      },
       [this] {
         {
           std::lock_guard<std::mutex> Lock(Mu);
@@ -734,10 +784,72 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
       });
   if (!P)
     return P.takeError();
+  if (Plugin)
+    (*P)->send(std::move(LinkFrame));
   std::lock_guard<std::mutex> Lock(Mu);
   Farm = std::move(*P);
   Run.DistributorRan = true;
   return Error::success();
+}
+
+// What a plugin's jobs share: the common args, and what dtlto-backend reads
+// besides a job's inputs (the LTO configuration and the combined index),
+// which plugins that run dtlto-backend need whatever the remote compiler.
+std::string OutOfProcessBackend::pluginLinkFrame() {
+  ExtraScope Scope(Compat, "DTLTO serialize plugin inputs");
+  std::vector<std::string> Mllvm;
+  for (const std::string &A : Conf.MllvmArgs)
+    if (!isEngineOption(A))
+      Mllvm.push_back(A);
+  // A configuration dtlto-backend cannot reproduce (backendConfigText says
+  // which) goes as none: plugins that run dtlto-backend then fail its jobs,
+  // which the linker compiles; plugins that run clang do not read it.
+  Expected<std::string> Config = backendConfigText(Conf, Mllvm);
+  if (!Config) {
+    consumeError(Config.takeError());
+    Config = std::string();
+  }
+  SmallString<0> Index;
+  raw_svector_ostream OS(Index);
+  writeIndexToFile(CombinedIndex, OS);
+  std::vector<std::string> NativeFiles;
+  if (Native) {
+    // A plugin that asks for files gets them at these names (the host
+    // writes them); registered so that a crashed host leaves none.
+    NativeFiles = {Native->Config, Native->CombinedIndex};
+    Temps.add(Native->Config);
+    Temps.add(Native->CombinedIndex);
+  }
+  return linkFrame(S.LinkerOutputFile, TT.str(), Common.Args, NativeFiles,
+                   *Config, Index);
+}
+
+// A module file's bytes for a plugin: the copy input preparation holds in
+// memory, or the file the module ID names, mapped (not copied, never
+// written). A BitcodeModule's own buffer is no file: the bitcode magic and
+// the string table are outside it. Empty when there is neither: the job
+// then fails on the plugin's side and the linker compiles it.
+StringRef OutOfProcessBackend::moduleBytes(StringRef ModuleID) {
+  if (std::optional<MemoryBufferRef> Copy = preparedCopy(ModuleID))
+    return Copy->getBuffer();
+  std::lock_guard<std::mutex> Lock(MappedMu);
+  std::unique_ptr<MemoryBuffer> &Buf = Mapped[ModuleID];
+  if (!Buf) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> File = MemoryBuffer::getFile(
+        ModuleID, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!File)
+      return StringRef();
+    Buf = std::move(*File);
+  }
+  return Buf->getBuffer();
+}
+
+// The distributor as messages name it.
+std::string OutOfProcessBackend::farmName() const {
+  if (Plugin)
+    return "the DTLTO distributor plugin '" + S.Distributor + "'";
+  return "the DTLTO distributor '" +
+         distributorName(*DistributorPath, FarmArgs) + "'";
 }
 
 // Streaming: the farm starts with the first job to send. A farm that cannot
@@ -775,21 +887,31 @@ void OutOfProcessBackend::handOver(JobState &State) {
     consumeError(std::move(E)); // reported once, by wait()
     return;
   }
-  std::vector<std::string> Read = {State.J.ModuleID};
-  Read.insert(Read.end(), State.J.ImportedFrom.begin(),
-              State.J.ImportedFrom.end());
-  if (Error E = writeCopiesOnce(Read))
-    return jobFailed(State, std::move(E));
+  std::vector<StringRef> Contents;
+  if (Plugin) {
+    // The bitcode the linker has in memory (archive members included: no
+    // copies are written), and the shard.
+    Contents = {moduleBytes(State.J.ModuleID), State.Shard};
+    for (const std::string &M : State.J.ImportedFrom)
+      Contents.push_back(moduleBytes(M));
+  } else {
+    std::vector<std::string> Read = {State.J.ModuleID};
+    Read.insert(Read.end(), State.J.ImportedFrom.begin(),
+                State.J.ImportedFrom.end());
+    if (Error E = writeCopiesOnce(Read))
+      return jobFailed(State, std::move(E));
+  }
   std::lock_guard<std::mutex> Lock(Mu);
   State.Handed = true;
   State.Id = Handed.size();
   State.HandedAt = Clock::now();
   Handed.push_back(&State);
-  Farm->send(jobRecordLine(State.Id, State.J));
+  Farm->send(Plugin ? jobFrame(State.Id, State.J, Contents)
+                    : jobRecordLine(State.Id, State.J));
 }
 
 // One line of the event channel, on the distributor's reader thread.
-void OutOfProcessBackend::onEventLine(StringRef Line) {
+void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
   if (Line.trim().empty())
     return;
   Expected<JobEvent> E = parseJobEvent(Line);
@@ -806,7 +928,7 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
           C = '?';
       EventChannelProblem =
           "ignored a line of the DTLTO event channel of '" +
-          distributorShortName(S.Distributor, S.DistributorArgs) + "', '" +
+          distributorShortName(S.Distributor, FarmArgs) + "', '" +
           Shown + (Line.size() > 80 ? "...'" : "'") + ": " + Why +
           " (docs/manifest.md, \"The event channel\")";
     }
@@ -822,7 +944,8 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
   case JobEvent::Failed:
     if (!E->Retry && !State.finished()) {
       State.FarmGaveUp = true;
-      State.FallbackReason = "the DTLTO distributor failed the job for '" +
+      State.FallbackReason = (Plugin ? farmName() : "the DTLTO distributor") +
+                             " failed the job for '" +
                              State.J.ModuleID + "'" +
                              (E->Reason.empty() ? "" : ": " + E->Reason);
     }
@@ -831,7 +954,8 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
     if (State.finished())
       break;
     Lock.unlock();
-    takeFarmObject(State, /*AfterExit=*/false);
+    takeFarmObject(State, /*AfterExit=*/false,
+                   Plugin ? std::optional<StringRef>(Payload) : std::nullopt);
     Lock.lock();
     break;
   default:
@@ -843,8 +967,9 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
 
 // The distributor's object for a job: checked, then linked (and cached). A
 // bad one leaves the job to a local slot now, or to the fallback.
-void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit) {
-  Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(State);
+void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
+                                         std::optional<StringRef> Payload) {
+  Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(State, Payload);
   if (!Obj) {
     std::string Why = toString(Obj.takeError());
     std::lock_guard<std::mutex> Lock(Mu);
@@ -1037,7 +1162,8 @@ Error OutOfProcessBackend::runJobs() {
   Error DistributorError = Error::success();
   bool StoppedByUs = false;
   {
-    TimeTraceScope Scope("Execute DTLTO distributor", *DistributorPath);
+    TimeTraceScope Scope("Execute DTLTO distributor",
+                         Plugin ? S.Distributor : *DistributorPath);
     std::optional<Clock::time_point> Deadline;
     std::unique_lock<std::mutex> Lock(Mu);
     if (Farm && TimeoutSeconds)
@@ -1060,9 +1186,8 @@ Error OutOfProcessBackend::runJobs() {
         Farm->stop();
         Lock.lock();
         DistributorError =
-            makeError("the DTLTO distributor '" +
-                      distributorName(*DistributorPath, S.DistributorArgs) +
-                      "' did not finish within " + Twine(TimeoutSeconds) +
+            makeError(farmName() + " did not finish within " +
+                      Twine(TimeoutSeconds) +
                       " s (-mllvm -dtlto-distributor-timeout / "
                       "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
         StoppedByUs = true;
@@ -1087,6 +1212,29 @@ Error OutOfProcessBackend::runJobs() {
       }
       if (!StoppedByUs)
         DistributorError = P->exitStatus();
+      // A plugin's crash is its host's: say so in the plugin's name.
+      if (Plugin && DistributorError && !P->exitCode()) {
+        consumeError(std::move(DistributorError));
+        DistributorError = makeError(
+            farmName() + " crashed (its host process " +
+            (P->exitSignal() ? "was killed by signal " +
+                                   Twine(*P->exitSignal()) + ", " +
+                                   strsignal(*P->exitSignal())
+                             : Twine("was lost")) +
+            "); the linker is unharmed");
+      }
+      // A plugin that cannot be loaded is a setting to fix, not a farm
+      // that failed: the host said why, and the link stops.
+      if (Plugin && !StoppedByUs &&
+          P->exitCode() == std::optional<int>(PluginLoadFailedExitCode)) {
+        consumeError(std::move(DistributorError));
+        P.reset();
+        if (LocalPool)
+          LocalPool->wait();
+        return makeError(farmName() +
+                         " could not be loaded; the message above says why "
+                         "(docs/plugins.md)");
+      }
       P.reset(); // its threads are gone: no more events
     }
   }
@@ -1133,7 +1281,8 @@ Error OutOfProcessBackend::runJobs() {
   // A streaming distributor that reported nothing and left no object may
   // not speak the protocol at all (it got a manifest without jobs): one
   // warning says so, rather than one per job.
-  bool Unheard = !Failed && Streaming && !EventsSeen && !Handed.empty() &&
+  bool Unheard = !Failed && Streaming && !Plugin && !EventsSeen &&
+                 !Handed.empty() &&
                  none_of(Pending, [](const JobState *S) {
                    return S->From == Source::Farm;
                  });
@@ -1177,7 +1326,7 @@ Error OutOfProcessBackend::runJobs() {
   }
   if (Unheard && !FellBack.empty())
     warn("the DTLTO distributor '" +
-         distributorName(*DistributorPath, S.DistributorArgs) + "' was sent " +
+         distributorName(*DistributorPath, FarmArgs) + "' was sent " +
          Twine(Handed.size()) +
          " jobs on the job channel and reported none, nor left their "
          "objects: does it speak the streaming protocol (docs/manifest.md)? "
@@ -1237,9 +1386,15 @@ void OutOfProcessBackend::printSummary() {
     OS << "all from the cache, no distributor started";
   } else {
     OS << Cached << " from the cache, ";
-    if (Run.DistributorRan)
+    if (Run.DistributorRan && Plugin)
+      OS << Handed.size() << " given to plugin '"
+         << sys::path::filename(S.Distributor) << "'"
+         << format(" (in memory, %.2f s): ", Run.DistributorSeconds)
+         << Count(Source::Farm) << " objects from it, " << Run.FellBack
+         << " compiled in the linker";
+    else if (Run.DistributorRan)
       OS << Handed.size() << " given to '"
-         << distributorShortName(S.Distributor, S.DistributorArgs) << "'"
+         << distributorShortName(S.Distributor, FarmArgs) << "'"
          << format(Streaming ? " (streaming, %.2f s): " : " (%.2f s): ",
                    Run.DistributorSeconds)
          << Count(Source::Farm) << " objects from it, " << Run.FellBack
