@@ -289,12 +289,14 @@ struct DistributorProcess::Impl {
   bool OutboxClosed = false;
   bool Stopping = false;
   bool Exited = false;
+  bool ReaderDone = false; // the event reader has returned
   int Status = 0;
   bool StatusKnown = false;
 
   std::thread Reader, Writer, Waiter;
 
   void readEvents();
+  void readEventLines();
   void writeJobs();
   void waitForExit();
 };
@@ -303,6 +305,15 @@ struct DistributorProcess::Impl {
 // is cut (the parser then says it is no JSON). With Payloads, the bytes a
 // line announces are read with it.
 void DistributorProcess::Impl::readEvents() {
+  readEventLines();
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    ReaderDone = true;
+  }
+  Changed.notify_all();
+}
+
+void DistributorProcess::Impl::readEventLines() {
   std::string Pending;
   size_t Start = 0; // where the next line begins in Pending
   char Buf[65536];
@@ -395,6 +406,15 @@ void DistributorProcess::Impl::waitForExit() {
   // The distributor must not leave jobs behind that could still write into
   // the output directory once we have cleaned it.
   kill(-Pid, SIGKILL);
+  // With payloads an object exists only on the channel: what the
+  // distributor wrote before it exited is read before the exit is told.
+  // The group is gone, so the pipe ends soon; the limit is for a process
+  // that left the group with the pipe open.
+  if (Payloads) {
+    std::unique_lock<std::mutex> Lock(Mu);
+    Changed.wait_for(Lock, std::chrono::seconds(10),
+                     [&] { return ReaderDone; });
+  }
   OnExit();
 }
 

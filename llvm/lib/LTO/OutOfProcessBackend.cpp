@@ -1213,7 +1213,7 @@ Error OutOfProcessBackend::runJobs() {
       if (!StoppedByUs)
         DistributorError = P->exitStatus();
       // A plugin's crash is its host's: say so in the plugin's name.
-      if (Plugin && DistributorError && !P->exitCode()) {
+      if (Plugin && !StoppedByUs && DistributorError && !P->exitCode()) {
         consumeError(std::move(DistributorError));
         DistributorError = makeError(
             farmName() + " crashed (its host process " +

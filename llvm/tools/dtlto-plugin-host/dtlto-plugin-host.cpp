@@ -531,6 +531,10 @@ int main(int argc, char **argv) {
   Host H;
   H.Events = fdFromEnv("DTLTO_EVENTS_FD");
   H.Jobs = fdFromEnv("DTLTO_JOBS_FD");
+  // The channels are ours: what the plugin starts must not hold them open
+  // (the engine reads events until the last writer has gone).
+  fcntl(H.Events, F_SETFD, FD_CLOEXEC);
+  fcntl(H.Jobs, F_SETFD, FD_CLOEXEC);
   if (pipe2(H.Wake, O_CLOEXEC))
     die(1, Twine("pipe: ") + strerror(errno));
   for (int I = 2; I < argc; ++I)
