@@ -126,6 +126,40 @@ def test_elfdiff(tmp):
           f"the difference is summarised ({elfdiff.summary(r)})")
 
 
+def test_relay():
+    # delayrelay.py, farm.py's network delay: every byte both ways, in order,
+    # and each side's end of stream passed on.
+    import socket
+    import subprocess
+    import threading
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def echo():
+        conn, _ = server.accept()
+        with conn:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                conn.sendall(data[::-1])
+            conn.shutdown(socket.SHUT_WR)
+
+    t = threading.Thread(target=echo, daemon=True)
+    t.start()
+    payload = bytes(range(256)) * 4096  # 1 MiB
+    relay = os.path.join(HERE, "benchlib", "delayrelay.py")
+    done = subprocess.run([sys.executable, relay, "127.0.0.1", str(port), "2"],
+                          input=payload, capture_output=True, timeout=120)
+    t.join(timeout=60)
+    server.close()
+    # The echo reverses each chunk it got: compare as multisets of bytes and
+    # by length, which the chunking cannot change.
+    check(done.returncode == 0 and len(done.stdout) == len(payload)
+          and sorted(done.stdout) == sorted(payload),
+          "the delay relay passes every byte both ways and ends when both sides end")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,6 +171,7 @@ def main():
         test_measure(tmp, args.sample_ms)
         test_trace(tmp)
         test_elfdiff(tmp)
+        test_relay()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

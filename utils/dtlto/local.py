@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Run the DTLTO backend jobs of a manifest on this machine, in parallel."""
+# dtlto-stream-protocol: 1   (the linker streams jobs to us: docs/manifest.md)
 
 import os
 import sys
@@ -9,6 +10,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 from dtltodist import cli, jobserver, workers  # noqa: E402
+from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.report import Reporter  # noqa: E402
 from dtltodist.runner import Slots, local_cpus  # noqa: E402
 
@@ -53,7 +55,8 @@ def main() -> int:
     if not args.dry_run and not args.no_batch:
         m = cli.load_or_exit(PROG, args.manifest)
         if m.batch_arg:
-            return workers.BatchRunner(reporter, slots, m).run(m.jobs)
+            return workers.BatchRunner(reporter, slots, m).run(
+                m.jobs, JobFeed.from_environment(m))
     return cli.run(PROG, args, slots, reporter=reporter)
 
 

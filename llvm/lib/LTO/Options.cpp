@@ -111,10 +111,10 @@ Expected<dtlto::StreamMode> dtlto::streamMode() {
   std::string What;
   if (StreamOpt.getNumOccurrences()) {
     V = StreamOpt;
-    What = "-dtlto-stream";
+    What = "-mllvm -dtlto-stream";
   } else if (std::optional<StringRef> E = env("DTLTO_STREAM")) {
     V = *E;
-    What = "DTLTO_STREAM";
+    What = "the environment variable DTLTO_STREAM";
   } else {
     return StreamMode::Auto;
   }
@@ -126,7 +126,8 @@ Expected<dtlto::StreamMode> dtlto::streamMode() {
   if (L == "0" || L == "off" || L == "false" || L == "no")
     return StreamMode::Off;
   return createStringError(inconvertibleErrorCode(),
-                           What + "='" + V + "' is not auto, on or off");
+                           What + "='" + V +
+                               "' is not auto, on (1) or off (0)");
 }
 
 Expected<unsigned> dtlto::localJobs() {
@@ -146,10 +147,10 @@ Expected<double> dtlto::hedgeFactor() {
   std::string What;
   if (HedgeOpt.getNumOccurrences()) {
     V = HedgeOpt;
-    What = "-dtlto-hedge";
+    What = "-mllvm -dtlto-hedge";
   } else if (std::optional<StringRef> E = env("DTLTO_HEDGE")) {
     V = *E;
-    What = "DTLTO_HEDGE";
+    What = "the environment variable DTLTO_HEDGE";
   } else {
     return 3.0;
   }

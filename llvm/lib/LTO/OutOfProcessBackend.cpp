@@ -192,6 +192,7 @@ public:
 private:
   Error runJobs();
   Error startFarm(ArrayRef<const Job *> ManifestJobs, bool Streaming);
+  void keepWholeManifest(ArrayRef<JobState *> Pending);
   Error ensureStreamingFarm();
   void handOver(JobState &State);
   void onEventLine(StringRef Line, StringRef Payload);
@@ -697,7 +698,6 @@ Error OutOfProcessBackend::failLink(Error E) {
 // streaming writes a job's copies just before the job is sent, the others'
 // wait until those they share are on disk.
 Error OutOfProcessBackend::writeInputCopies(ArrayRef<JobState *> Pending) {
-  ExtraScope Scope(Compat, "DTLTO write input copies");
   std::vector<std::string> Read;
   StringSet<> Seen;
   for (const JobState *State : Pending) {
@@ -718,6 +718,7 @@ Error OutOfProcessBackend::writeCopiesOnce(ArrayRef<std::string> ModuleIDs) {
       New.push_back(ID);
   if (New.empty())
     return Error::success();
+  ExtraScope Scope(Compat, "DTLTO write input copies");
   if (Error E = writeCopies(
           New, trace(), [this](StringRef Path) { Temps.add(Path); },
           [this](StringRef Path) { Temps.forget(Path); }))
@@ -850,6 +851,22 @@ std::string OutOfProcessBackend::farmName() const {
     return "the DTLTO distributor plugin '" + S.Distributor + "'";
   return "the DTLTO distributor '" +
          distributorName(*DistributorPath, FarmArgs) + "'";
+}
+
+// --save-temps keeps the manifest to rerun the link's jobs by hand. A
+// streaming distributor got one without jobs, so once it is gone the kept
+// one is rewritten whole, every job in task order, as a one-shot manifest.
+void OutOfProcessBackend::keepWholeManifest(ArrayRef<JobState *> Pending) {
+  std::vector<const Job *> All;
+  for (const JobState *State : Pending)
+    All.push_back(&State->J);
+  std::string Manifest = manifestPath(S.LinkerOutputFile);
+  Error E = writeManifest(Manifest, Common, All);
+  if (!E && !Compat)
+    E = writeEngineInfo(engineInfoPath(Manifest), Common, All,
+                        /*Streaming=*/false);
+  if (E)
+    warn(toString(std::move(E)) + " (the one --save-temps keeps)");
 }
 
 // Streaming: the farm starts with the first job to send. A farm that cannot
@@ -1000,12 +1017,15 @@ void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
 // What a free local slot does next, in this order: a job the farm gave up
 // on; a job the farm has not started (the smallest: the farm starts the
 // largest first); a job the farm has run far longer than its size predicts
-// (hedging). Under Mu.
+// (hedging: the rate is the median seconds per input byte of the jobs
+// finished so far, the linker's own included, so one finished job is
+// enough; a farm that started every job and finishes none is hedged once a
+// local slot has done one). Under Mu.
 JobState *OutOfProcessBackend::pickForLocalSlot(Source &Kind) {
   JobState *Unstarted = nullptr, *Straggler = nullptr;
   double Worst = 0;
   double Rate = 0;
-  if (HedgeFactor > 0 && SecondsPerByte.size() >= 2) {
+  if (HedgeFactor > 0 && !SecondsPerByte.empty()) {
     std::vector<double> R = SecondsPerByte;
     std::nth_element(R.begin(), R.begin() + R.size() / 2, R.end());
     Rate = R[R.size() / 2];
@@ -1239,6 +1259,9 @@ Error OutOfProcessBackend::runJobs() {
     }
   }
   Run.DistributorSeconds = Run.DistributorRan ? secondsSince(FarmStart) : 0;
+  // A plugin had no manifest to keep.
+  if (Streaming && S.SaveTemps && Run.DistributorRan && !Plugin)
+    keepWholeManifest(Pending);
   if (FarmStartFailure && !DistributorError)
     DistributorError = makeError(*FarmStartFailure);
 
@@ -1257,9 +1280,10 @@ Error OutOfProcessBackend::runJobs() {
     if (LocalPool)
       LocalPool->wait();
     return makeError(toString(std::move(DistributorError)) +
-                     (S.SaveTemps ? ""
-                                  : "; link with --save-temps to keep "
-                                    "the manifest and the shards"));
+                     (S.SaveTemps || Plugin
+                          ? ""
+                          : "; link with --save-temps to keep "
+                            "the manifest and the shards"));
   }
   // Every object there is gets checked, even after the distributor failed:
   // one that died partway keeps what it finished, and only the rest is
@@ -1286,6 +1310,18 @@ Error OutOfProcessBackend::runJobs() {
                  none_of(Pending, [](const JobState *S) {
                    return S->From == Source::Farm;
                  });
+  std::string UnheardWhy;
+  if (Unheard) {
+    UnheardWhy =
+        "the DTLTO distributor '" +
+        distributorName(*DistributorPath, FarmArgs) + "' was sent " +
+        std::to_string(Handed.size()) +
+        " jobs on the job channel and reported none, nor left their "
+        "objects: does it speak the streaming protocol (docs/manifest.md)? "
+        "-mllvm -dtlto-stream=off (DTLTO_STREAM=0) gives it a whole manifest";
+    if (!LocalFallback)
+      return makeError(UnheardWhy);
+  }
   std::vector<JobState *> FellBack;
   for (JobState *State : Pending) {
     // Compiled by a local slot once the farm had failed it.
@@ -1325,14 +1361,8 @@ Error OutOfProcessBackend::runJobs() {
     warn(toString(std::move(DistributorError)) + What);
   }
   if (Unheard && !FellBack.empty())
-    warn("the DTLTO distributor '" +
-         distributorName(*DistributorPath, FarmArgs) + "' was sent " +
-         Twine(Handed.size()) +
-         " jobs on the job channel and reported none, nor left their "
-         "objects: does it speak the streaming protocol (docs/manifest.md)? "
-         "-mllvm -dtlto-stream=off (DTLTO_STREAM=0) gives it a whole "
-         "manifest; compiling " +
-         Twine(FellBack.size()) + " jobs in the linker instead");
+    warn(UnheardWhy + "; compiling " + Twine(FellBack.size()) +
+         " jobs in the linker instead");
   warnCacheWrites(Pending);
   emitWarnings(Started);
   if (Error E = jobFailures(Started))

@@ -17,6 +17,7 @@ import sys
 from typing import Callable
 
 from . import manifest as manifest_mod
+from .events import JobFeed
 from .manifest import Job, Manifest
 from .report import EXIT_OK, EXIT_USAGE, Reporter
 from .runner import RetryHook, Runner, Slots, never_retry
@@ -92,4 +93,5 @@ def run(prog: str, args: argparse.Namespace, slots: Slots,
         return EXIT_OK
     reporter = reporter or Reporter(prog, quiet=args.quiet, progress=args.progress,
                                     verbose=args.verbose)
-    return Runner(reporter, slots, command=command, retry=retry).run(m.jobs)
+    return Runner(reporter, slots, command=command, retry=retry).run(
+        m.jobs, JobFeed.from_environment(m))

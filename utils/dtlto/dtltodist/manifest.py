@@ -72,6 +72,7 @@ class Manifest:
     side_file: str | None = None  # the side file read, if any
     engine: str = ""  # which engine wrote it ("dtlto"), from the side file
     batch_arg: str = ""  # starts a batch worker (dtlto-backend --batch)
+    streaming: bool = False  # the jobs come on the job channel (events.JobFeed)
 
     @property
     def compiler(self) -> str:
@@ -134,8 +135,12 @@ def _with_side_file(m: Manifest, data, path: str) -> Manifest:
     for i, size in enumerate(sizes):
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise c.error(f"input_bytes[{i}]", f"expected a byte count, got {_json_type(size)}")
+    stream = data.get("stream", 0)
+    if stream not in (0, 1) or isinstance(stream, bool):
+        raise c.error("stream", f"expected 0 or 1, got {json.dumps(stream)}")
     jobs = [dataclasses.replace(job, input_bytes=size) for job, size in zip(m.jobs, sizes)]
-    return dataclasses.replace(m, jobs=jobs, side_file=path, engine=engine, batch_arg=batch)
+    return dataclasses.replace(m, jobs=jobs, side_file=path, engine=engine, batch_arg=batch,
+                               streaming=stream == 1)
 
 
 def parse(data, path: str = "<manifest>") -> Manifest:

@@ -2,12 +2,16 @@
 
 Everything goes to stderr: the linker's stdout may be a pipe someone parses.
 Successful jobs' own output (compiler warnings) is passed through when the
-job ends, so lines of parallel jobs never interleave.
+job ends, so lines of parallel jobs never interleave. What the user is told
+about each job, the linker is told too, on its event channel (events.py).
 """
 
 import shlex
+import socket
 import sys
 import time
+
+from .events import Events
 
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1  # a job failed or left an output missing
@@ -51,6 +55,10 @@ class Reporter:
         self.done = 0
         self.start = time.monotonic()
         self._line_shown = False
+        self.events = Events()
+        # Where jobs run unless an engine says (JobResult.where, started()).
+        self.worker = socket.gethostname()
+        self._began: dict[int, float] = {}
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -80,11 +88,32 @@ class Reporter:
         self.done = 0
         self.start = time.monotonic()
 
-    def started(self, job, argv) -> None:
+    def started(self, job, argv, worker: str | None = None) -> None:
+        self._began[job.index] = time.monotonic()
+        self.events.started(job.index, worker=worker or self.worker)
         self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
+
+    def _ran_for(self, job) -> float | None:
+        began = self._began.pop(job.index, None)
+        return None if began is None else time.monotonic() - began
+
+    def retrying(self, result) -> None:
+        """A job failed and runs again."""
+        self._began.pop(result.job.index, None)
+        self.events.failed(result.job.index, result.describe(), retry=True,
+                           worker=result.where or self.worker, attempt=result.attempt)
+        self.verbose_note(f"job {result.job.index} {result.describe()}; retrying")
+
+    def cancelled(self, job) -> None:
+        """The linker no longer needs a job (streaming)."""
+        self._began.pop(job.index, None)
+        self.events.cancelled(job.index)
+        self.verbose_note(f"job {job.index} cancelled by the linker")
 
     def finished(self, result) -> None:
         """A job succeeded: pass its output on, then show progress."""
+        self.events.done(result.job.index, worker=result.where or self.worker,
+                         compile_s=self._ran_for(result.job), attempt=result.attempt)
         self.done += 1
         if result.stdout:
             self._clear_line()
@@ -109,6 +138,9 @@ class Reporter:
     def failed(self, result, argv) -> None:
         """Everything needed to understand a failure without rerunning it."""
         job = result.job
+        self._ran_for(job)
+        self.events.failed(job.index, result.describe(), retry=False,
+                           worker=result.where or self.worker, attempt=result.attempt)
         self.error(f"job {job.index} ({job.module} -> {job.object}) {result.describe()}")
         self.note(f"command: {shlex.join(argv)}")
         output = result.stderr + result.stdout

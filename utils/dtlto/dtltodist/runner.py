@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .jobserver import JobServer
+from .events import JobFeed
 from .manifest import Job, dispatch_order
 from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
 
@@ -313,6 +314,30 @@ class _Running:
                          read(self.out), read(self.err))
 
 
+def take_feed(feed: JobFeed, reporter: Reporter, jobs: list[Job]):
+    """Streaming: what the linker sent since the last call. New jobs join
+    jobs (and the reporter's count); a record that cannot be used fails its
+    job. Returns the new jobs and the ids the linker cancelled."""
+    new, cancels = feed.read()
+    for job_id, problem in feed.problems:
+        reporter.error(f"the linker sent {problem}")
+        if job_id is not None:
+            reporter.events.failed(job_id, problem, retry=False)
+    feed.problems.clear()
+    for job in new:
+        jobs.append(job)
+        reporter.total += 1
+        reporter.events.accepted(job.index)
+    return new, cancels
+
+
+def drop_cancelled(reporter: Reporter, jobs: list[Job], job: Job) -> None:
+    """A job the linker cancelled is no longer ours to run or to check."""
+    jobs.remove(job)
+    reporter.total -= 1
+    reporter.cancelled(job)
+
+
 class Runner:
     """Runs jobs as processes; see the module doc.
 
@@ -341,13 +366,16 @@ class Runner:
         self.failure: JobResult | None = None
         self._signal = 0
 
-    def run(self, jobs: list[Job]) -> int:
-        """Run every job; return the distributor's exit code.
+    def run(self, jobs: list[Job], feed: JobFeed | None = None) -> int:
+        """Run every job; return the distributor's exit code. With a feed
+        (streaming), jobs also come from the linker while others run, until
+        it says there are no more; jobs it cancels are dropped or stopped.
 
         Call it from the main thread: it owns SIGINT, SIGTERM and SIGHUP
         while it runs, and restores the previous handlers before returning.
         """
         self.reporter.begin(len(jobs))
+        jobs = list(jobs)
         pending = deque((job, 1) for job in dispatch_order(jobs))
         running: dict[int, _Running] = {}
         self.failure = None
@@ -355,12 +383,16 @@ class Runner:
         with stop_signals_to(self._on_signal) as wake_fd:
             try:
                 while not self._signal:
+                    if feed is not None:
+                        self._take_feed(feed, jobs, pending, running)
                     if self.failure is None:
                         self._launch(pending, running)
-                    if not running and (self.failure or not pending):
+                    more = feed is not None and not feed.ended
+                    if not running and (self.failure or (not pending and not more)):
                         break
                     self._wait(running, wake_fd,
-                               want_token=bool(pending) and not self.failure)
+                               want_token=bool(pending) and not self.failure,
+                               feed=feed if more else None)
                     self._reap(running, pending)
             finally:
                 # Every way out, a signal or a bug included: no job outlives
@@ -374,6 +406,21 @@ class Runner:
 
     def _on_signal(self, signo, frame):
         self._signal = self._signal or signo
+
+    def _take_feed(self, feed: JobFeed, jobs, pending, running) -> None:
+        new, cancels = take_feed(feed, self.reporter, jobs)
+        pending.extend((job, 1) for job in new)
+        for job_id in cancels:
+            for entry in [e for e in pending if e[0].index == job_id]:
+                pending.remove(entry)
+                drop_cancelled(self.reporter, jobs, entry[0])
+            for pid, r in [(p, r) for p, r in running.items() if r.job.index == job_id]:
+                r.kill()
+                r.proc.wait()
+                r.result()
+                del running[pid]
+                self.slots.shrink_to(len(running))
+                drop_cancelled(self.reporter, jobs, r.job)
 
     def _launch(self, pending, running) -> None:
         while pending and self.slots.try_grow(len(running)):
@@ -400,11 +447,13 @@ class Runner:
             if self.failure:
                 return
 
-    def _wait(self, running, wake_fd, want_token: bool) -> None:
+    def _wait(self, running, wake_fd, want_token: bool, feed=None) -> None:
         # poll(), not select(): a remote engine may run more jobs than
         # select()'s 1024-descriptor limit allows.
         poller = select.poll()
         poller.register(wake_fd, select.POLLIN)
+        if feed is not None:
+            poller.register(feed.fileno(), select.POLLIN)
         for r in running.values():
             if r.pidfd is not None:
                 poller.register(r.pidfd, select.POLLIN)
@@ -439,8 +488,7 @@ class Runner:
             self.reporter.finished(result)
             return
         if self.retry(result.job, result):
-            self.reporter.verbose_note(
-                f"job {result.job.index} {result.describe()}; retrying")
+            self.reporter.retrying(result)
             pending.appendleft((result.job, result.attempt + 1))
             return
         self.failure = result

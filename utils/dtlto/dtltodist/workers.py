@@ -23,10 +23,11 @@ import subprocess
 import tempfile
 from collections import deque
 
+from .events import JobFeed
 from .manifest import Job, Manifest, dispatch_order
 from .report import EXIT_JOB_FAILED, Reporter, exit_code_for_signal, plural
-from .runner import (JobResult, Slots, check_all_outputs, check_outputs, signal_group,
-                     stop_groups, stop_signals_to)
+from .runner import (JobResult, Slots, check_all_outputs, check_outputs, drop_cancelled,
+                     signal_group, stop_groups, stop_signals_to, take_feed)
 
 
 
@@ -94,21 +95,28 @@ class BatchRunner:
         self.failure: JobResult | None = None
         self._signal = 0
 
-    def run(self, jobs: list[Job]) -> int:
+    def run(self, jobs: list[Job], feed: JobFeed | None = None) -> int:
+        """As Runner.run: every job, and with a feed those the linker
+        streams until it says there are no more."""
         self.reporter.begin(len(jobs))
+        jobs = list(jobs)
         pending = deque(dispatch_order(jobs))
         workers: list[_Worker] = []
         with stop_signals_to(self._on_signal) as wake_fd:
             try:
                 while not self._signal:
+                    if feed is not None:
+                        self._take_feed(feed, jobs, pending, workers)
                     busy = [w for w in workers if w.job]
                     if self.failure is None:
                         self._dispatch(pending, workers, busy)
                         busy = [w for w in workers if w.job]
-                    if not busy and (self.failure or not pending):
+                    more = feed is not None and not feed.ended
+                    if not busy and (self.failure or (not pending and not more)):
                         break
                     self._wait(busy, wake_fd,
-                               want_token=bool(pending) and not self.failure)
+                               want_token=bool(pending) and not self.failure,
+                               feed=feed if more else None)
                     self._collect(busy, workers)
             finally:
                 # Idle workers end when their stdin closes; busy ones (after
@@ -130,6 +138,16 @@ class BatchRunner:
     def _on_signal(self, signo, frame):
         self._signal = self._signal or signo
 
+    def _take_feed(self, feed: JobFeed, jobs, pending, workers) -> None:
+        new, cancels = take_feed(feed, self.reporter, jobs)
+        pending.extend(new)
+        for job_id in cancels:
+            for job in [j for j in pending if j.index == job_id]:
+                pending.remove(job)
+                drop_cancelled(self.reporter, jobs, job)
+            # A worker runs one job at a time and cannot drop it: it is let
+            # finish (the linker takes the first good object either way).
+
     def _dispatch(self, pending, workers, busy) -> None:
         while pending and self.slots.try_grow(len(busy)):
             job = pending.popleft()
@@ -147,9 +165,11 @@ class BatchRunner:
                 return
             busy.append(idle)
 
-    def _wait(self, busy, wake_fd, want_token: bool) -> None:
+    def _wait(self, busy, wake_fd, want_token: bool, feed=None) -> None:
         poller = select.poll()
         poller.register(wake_fd, select.POLLIN)
+        if feed is not None:
+            poller.register(feed.fileno(), select.POLLIN)
         for w in busy:
             poller.register(w.proc.stdout.fileno(), select.POLLIN)
         token_fd = self.slots.token_fd()

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""A farm emulated on this machine: DTLTO links of a benchmark program
+through ssh.py to sshd hosts in network namespaces of their own, behind
+netem delay and bandwidth limits, one host a straggler; the scheduling
+policies of the engine side by side.
+
+  bench/farm.py [--program lua] [--hosts 3] [--slots 1] [--delay-ms 5]
+                [--rate-mbit 100] [--straggler 4] [--runs 3]
+                [--modes oneshot,stream,local,hedge] [--out DIR]
+
+The hosts are test/distributors/ssh/Inputs/hosts.py's (a bridge, a veth per
+host, sshd per host; the build tree hidden from them, so every input and
+object travels through ssh). Every ssh connection goes through a relay that
+holds each chunk --delay-ms in each direction (benchlib/delayrelay.py: this
+machine's kernel has no netem), and the kernel's tbf limits the linker
+machine's downlink and uplink (--rate-mbit, shared by all hosts, as the
+linker's one network card is).
+The last host is a straggler: its compiler is a wrapper that, after the
+compile, sleeps --straggler - 1 times as long as the compile took.
+
+Modes (alternating run by run):
+  oneshot   the whole manifest once every shard is written (DTLTO_STREAM=0)
+  stream    each job as its shard is ready (ssh.py declares the protocol)
+  local     streaming, and one job at a time in the linker
+            (DTLTO_LOCAL_JOBS=1, DTLTO_HEDGE=0)
+  hedge     as local, and stragglers hedged (DTLTO_HEDGE=3)
+
+Every output is compared with in-process ThinLTO's. The bound is what no
+farm can beat: the link before its first job is ready and after its last
+object arrived (benchlib/trace.py's phases of a oneshot link: all but its
+distributor phase), plus the longest job, compiled alone here. Results: DIR/farm.json and DIR/farm.md.
+
+The machine's 2 cores are shared by every host: the farm's width is the
+cores, not the hosts; the network, the straggler and the policies are what
+this measures.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from benchlib import prepare as prepare_mod  # noqa: E402
+from benchlib import trace  # noqa: E402
+
+HOSTS_PY = os.path.join(ROOT, "test", "distributors", "ssh", "Inputs", "hosts.py")
+SSH_PY = os.path.join(ROOT, "distributors", "ssh", "ssh.py")
+RELAY = os.path.join(HERE, "benchlib", "delayrelay.py")
+MODES = {
+    "oneshot": {"DTLTO_STREAM": "0"},
+    "stream": {"DTLTO_STREAM": "auto"},
+    "local": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "1", "DTLTO_HEDGE": "0"},
+    "hedge": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "1", "DTLTO_HEDGE": "3"},
+}
+STRAGGLER = """#!/bin/sh
+# The compiler of a slow host: the compile, then a sleep of (F - 1) times
+# as long, on host {host} only.
+start=$(date +%s.%N)
+{clang} "$@"
+rc=$?
+if [ "$(hostname)" = "{host}" ]; then
+  now=$(date +%s.%N)
+  sleep "$(echo "$start $now" | awk '{{ printf "%.3f", ($2 - $1) * ({factor} - 1) }}')"
+fi
+exit $rc
+"""
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--program", default="lua", help="a benchmark program (default: lua)")
+    p.add_argument("--hosts", type=int, default=3, help="farm hosts (default: 3)")
+    p.add_argument("--slots", type=int, default=1, help="jobs at once per host (default: 1)")
+    p.add_argument("--delay-ms", type=float, default=5.0,
+                   help="delay on each host's link, each way (default: 5)")
+    p.add_argument("--rate-mbit", type=float, default=100.0,
+                   help="the linker machine's bandwidth, each way (default: 100)")
+    p.add_argument("--straggler", type=float, default=4.0,
+                   help="the last host takes this many times as long per job "
+                        "(default: 4; 1 for none)")
+    p.add_argument("--runs", type=int, default=3, help="timed runs per mode (default: 3)")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help=f"comma-separated (default: {','.join(MODES)})")
+    p.add_argument("--ld-lld", default=os.path.join(ROOT, "build", "bin", "ld.lld"))
+    p.add_argument("--clang", default="/usr/lib/llvm-22/bin/clang")
+    p.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
+                                                     "/var/cache/dtlto-bench"))
+    p.add_argument("--out", help="results directory (default: CACHE/results)")
+    p.add_argument("--inside", help=argparse.SUPPRESS)  # the run inside the farm
+    a = p.parse_args()
+    for m in a.modes.split(","):
+        if m not in MODES:
+            p.error(f"--modes: unknown mode '{m}' (known: {', '.join(MODES)})")
+    if a.hosts < 1 or a.slots < 1 or a.runs < 1:
+        p.error("--hosts, --slots and --runs must be at least 1")
+    return a
+
+
+def output_of(args):
+    for i, arg in enumerate(args):
+        if arg == "-o":
+            return i + 1
+        if arg.startswith("-o") and len(arg) > 2:
+            return i
+    raise SystemExit("the recorded link has no -o")
+
+
+def with_output(args, path):
+    args = list(args)
+    i = output_of(args)
+    args[i] = path if args[i - 1] == "-o" or i == 0 else "-o" + path
+    return args
+
+
+def longest_job(manifest_path, cwd):
+    """The longest job of a kept manifest, compiled alone here."""
+    with open(manifest_path) as f:
+        m = json.load(f)
+    common = m["common"]["args"]
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as d:
+        for job in m["jobs"]:
+            args = list(job["args"])
+            args[args.index("-o") + 1] = os.path.join(d, "o.o")
+            start = time.monotonic()
+            subprocess.run(common + args, cwd=cwd, check=True)
+            worst = max(worst, time.monotonic() - start)
+    return worst, len(m["jobs"])
+
+
+def inside(cfg):
+    """In the farm's client namespace (hosts.py run): shape the network,
+    then link in every mode, alternating."""
+    n = cfg["hosts"]
+    # Bandwidth in the kernel: the linker's side of the bridge carries what
+    # the hosts send it, shaped as one link; uploads leave through the
+    # veths, which share the uplink's rate.
+    def tbf(dev, mbit):
+        subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+                        f"{mbit:.3f}mbit", "burst", "64kb", "latency", "2s"], check=True)
+    tbf("br0", cfg["rate_mbit"])
+    for i in range(1, n + 1):
+        tbf(f"v{i}", cfg["rate_mbit"] / n)
+    state = os.environ["FARM_STATE"]
+    cc = os.path.join(state, "cc")
+    with open(cc, "w") as f:
+        f.write(STRAGGLER.format(clang=cfg["clang"], host=f"h{n}", factor=cfg["straggler"]))
+    os.chmod(cc, 0o755)
+    remote = os.path.join(state, "remote")
+    os.mkdir(remote)
+    # Delay in user space (no netem here): every ssh connection goes through
+    # the relay.
+    config = os.path.join(state, "ssh_config")
+    with open(config, "w") as f:
+        f.write(f"Host *\n  ProxyCommand {sys.executable} {RELAY} %h %p {cfg['delay_ms']}\n")
+    ssh = [f"--ssh-config={config}",
+           f"--identity={os.environ['FARM_KEY']}",
+           f"--known-hosts={os.environ['FARM_KNOWN_HOSTS']}",
+           "--strict-host-key-checking=yes", "--remote-python=/usr/bin/python3",
+           f"--remote-dir={remote}", "--quiet"]
+    ssh += [f"--host={os.environ[f'FARM_H{i}']}:{cfg['slots']}" for i in range(1, n + 1)]
+    work = cfg["work"]
+    dist = [f"--thinlto-distributor={sys.executable}", f"--thinlto-distributor-arg={SSH_PY}"]
+    dist += [f"--thinlto-distributor-arg={a}" for a in ssh]
+    dist += [f"--thinlto-remote-compiler={cc}", "--thinlto-jobs=2"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DTLTO_")}
+    env["DTLTO_VERBOSE"] = "1"
+
+    def link(mode, out, extra=()):
+        argv = [cfg["ld"]] + with_output(cfg["args"], out) + dist + list(extra)
+        start = time.monotonic()
+        r = subprocess.run(argv, cwd=cfg["cwd"], env=dict(env, **MODES[mode]),
+                           capture_output=True, text=True)
+        wall = time.monotonic() - start
+        if r.returncode:
+            raise SystemExit(f"{mode} link failed:\n{r.stderr[-3000:]}")
+        summary = [ln for ln in r.stderr.splitlines() if ln.startswith("dtlto:")]
+        same = subprocess.run(["cmp", "-s", out, cfg["reference"]]).returncode == 0
+        return {"wall_s": round(wall, 3), "summary": summary[-1] if summary else "",
+                "streamed": "(streaming" in (summary[-1] if summary else ""),
+                "identical": same}
+
+    # The bound's parts: the oneshot link's phases, and its longest job.
+    keep = os.path.join(work, "keep")
+    os.makedirs(keep, exist_ok=True)
+    link("oneshot", os.path.join(keep, "prog"),
+         ["--save-temps", "--time-trace"])
+    split = trace.phases(os.path.join(keep, "prog.time-trace"))
+    before = split["inputs"] + split["thin_link"] + split["shards"]
+    after = split["after"] + split["final_link"]
+    manifest = next(os.path.join(keep, n) for n in os.listdir(keep)
+                    if n.endswith(".dist-file.json"))
+    worst, jobs = longest_job(manifest, cfg["cwd"])
+    runs = {m: [] for m in cfg["modes"]}
+    for r in range(cfg["runs"]):
+        for mode in cfg["modes"]:
+            result = link(mode, os.path.join(work, f"prog.{mode}"))
+            runs[mode].append(result)
+            print(f"farm: run {r + 1} {mode}: {result['wall_s']:.2f} s"
+                  f"{'' if result['identical'] else ' DIFFERENT'}", file=sys.stderr)
+    return {"jobs": jobs, "before_s": before, "after_s": after, "longest_job_s": worst,
+            "bound_s": before + worst + after, "runs": runs}
+
+
+def markdown(cfg, res):
+    lines = [f"`{' '.join(cfg['command'])}`", "",
+             f"{cfg['program']}: {res['jobs']} jobs on {cfg['hosts']} hosts x {cfg['slots']} "
+             f"slot(s), {cfg['delay_ms']} ms each way, {cfg['rate_mbit']} Mbit/s at the "
+             f"linker, host h{cfg['hosts']} {cfg['straggler']}x slower. Bound "
+             f"{res['bound_s']:.2f} s = {res['before_s']:.2f} s before the first job + "
+             f"{res['longest_job_s']:.2f} s longest job + {res['after_s']:.2f} s after the "
+             "last object.", "",
+             "| mode | wall s (median, range) | / bound | / oneshot | streamed | identical |",
+             "|---|---|---|---|---|---|"]
+    base = statistics.median(r["wall_s"] for r in res["runs"].get("oneshot", [])) \
+        if res["runs"].get("oneshot") else None
+    for mode, runs in res["runs"].items():
+        walls = [r["wall_s"] for r in runs]
+        med = statistics.median(walls)
+        vs_base = f"{med / base:.2f}" if base else "-"
+        lines.append(f"| {mode} | {med:.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
+                     f"{med / res['bound_s']:.2f} | {vs_base} | "
+                     f"{'yes' if all(r['streamed'] for r in runs) else 'no'} | "
+                     f"{'yes' if all(r['identical'] for r in runs) else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    a = parse_args()
+    if a.inside:
+        with open(a.inside) as f:
+            cfg = json.load(f)
+        res = inside(cfg)
+        with open(cfg["result"], "w") as f:
+            json.dump(res, f, indent=1)
+        return 0
+    info = prepare_mod.prepare(a.program, a.cache, {"clang": a.clang})
+    out = a.out or os.path.join(a.cache, "results")
+    os.makedirs(out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="farm-", dir=a.cache)
+    try:
+        reference = os.path.join(work, "prog.inproc")
+        subprocess.run([a.ld_lld] + with_output(info["args"], reference) + ["--thinlto-jobs=2"],
+                       cwd=info["cwd"], check=True)
+        cfg = {"program": a.program, "hosts": a.hosts, "slots": a.slots,
+               "delay_ms": a.delay_ms, "rate_mbit": a.rate_mbit, "straggler": a.straggler,
+               "runs": a.runs, "modes": a.modes.split(","), "ld": os.path.abspath(a.ld_lld),
+               "clang": a.clang, "args": info["args"], "cwd": info["cwd"],
+               "reference": reference, "work": work,
+               "result": os.path.join(work, "result.json"),
+               "command": ["bench/farm.py"] + sys.argv[1:]}
+        with open(os.path.join(work, "cfg.json"), "w") as f:
+            json.dump(cfg, f)
+        subprocess.run([sys.executable, HOSTS_PY, "run", "--hosts", str(a.hosts),
+                        "--hide", ROOT, "--hide", a.cache, "--",
+                        sys.executable, os.path.abspath(__file__),
+                        "--inside", os.path.join(work, "cfg.json")], check=True)
+        with open(cfg["result"]) as f:
+            res = json.load(f)
+        with open(os.path.join(out, "farm.json"), "w") as f:
+            json.dump({"config": cfg, "result": res}, f, indent=1)
+        text = markdown(cfg, res)
+        with open(os.path.join(out, "farm.md"), "w") as f:
+            f.write(text)
+        print(text)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
