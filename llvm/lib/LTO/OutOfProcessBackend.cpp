@@ -904,6 +904,7 @@ void OutOfProcessBackend::handOver(JobState &State) {
     consumeError(std::move(E)); // reported once, by wait()
     return;
   }
+  ExtraScope Scope(Compat, "DTLTO hand job over", State.J.ModuleID);
   std::vector<StringRef> Contents;
   if (Plugin) {
     // The bitcode the linker has in memory (archive members included: no
