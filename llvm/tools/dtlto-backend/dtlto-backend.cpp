@@ -151,16 +151,14 @@ static Error compileModule(Link &L, StringRef ModuleName,
   Expected<BitcodeModule> BM = openModule(L, ModuleName, "module");
   if (!BM)
     return BM.takeError();
-  JobArgs J;
-  J.Module = ModuleName.str();
 
   // A module that defines nothing live (all its code compiled out) has no
   // summaries, but is still a module of the link.
   static const GVSummaryMapTy NoDefinitions;
-  if (!L.Index->modulePaths().count(J.Module))
-    return fail("the combined index knows no module '" + J.Module +
+  if (!L.Index->modulePaths().count(ModuleName))
+    return fail("the combined index knows no module '" + ModuleName +
                 "': the job does not belong to this link");
-  auto DefinedIt = L.DefinedPerModule.find(J.Module);
+  auto DefinedIt = L.DefinedPerModule.find(ModuleName);
   const GVSummaryMapTy &Defined = DefinedIt == L.DefinedPerModule.end()
                                       ? NoDefinitions
                                       : DefinedIt->second;
@@ -168,7 +166,7 @@ static Error compileModule(Link &L, StringRef ModuleName,
   lto::LTOLLVMContext Context(L.Conf);
   Expected<std::unique_ptr<Module>> M = BM->parseModule(Context);
   if (!M)
-    return fail("cannot load '" + J.Module + "': " + toString(M.takeError()));
+    return fail("cannot load '" + ModuleName + "': " + toString(M.takeError()));
 
   // The import list the thin link made for this module, as its shard has it.
   FunctionImporter::ImportIDTable ImportIDs;
@@ -195,6 +193,10 @@ static Error compileModule(Link &L, StringRef ModuleName,
 }
 
 static Error runJob(Link &L, const JobArgs &J) {
+  // The module first: a job without it is reported as such, whatever else
+  // is wrong with it.
+  if (Expected<BitcodeModule> BM = openModule(L, J.Module, "module"); !BM)
+    return BM.takeError();
   Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
       getModuleSummaryIndexForFile(J.Shard);
   if (!Shard)
@@ -243,11 +245,10 @@ static int runBatch(Link &L) {
 }
 
 
-// Sets up what every job of the link shares: the configuration (Text,
-// named ConfigName in errors), the -mllvm options in it, the targets, and
-// the combined index.
-static Error loadLink(Link &L, StringRef ConfigName, StringRef Text,
-                      MemoryBufferRef IndexBuffer) {
+// Sets up what every job of the link shares, in two steps: the
+// configuration (Text, named ConfigName in errors), the -mllvm options in it
+// and the targets; then the combined index.
+static Error loadConfig(Link &L, StringRef ConfigName, StringRef Text) {
   Expected<dtlto::BackendConfigHeader> H =
       dtlto::parseBackendConfig(ConfigName, Text, L.Conf);
   if (!H)
@@ -273,7 +274,10 @@ static Error loadLink(Link &L, StringRef ConfigName, StringRef Text,
   InitializeAllTargetMCs();
   InitializeAllAsmPrinters();
   InitializeAllAsmParsers();
+  return Error::success();
+}
 
+static Error loadIndex(Link &L, MemoryBufferRef IndexBuffer) {
   Expected<std::unique_ptr<ModuleSummaryIndex>> Index =
       getModuleSummaryIndex(IndexBuffer);
   if (!Index)
@@ -368,8 +372,9 @@ static int runMemoryWorker() {
     return die(fail("--memory: the first message must be "
                     "{\"config\": C, \"index\": I} and their bytes"));
   Link L;
-  if (Error E = loadLink(L, "<memory>", Config,
-                         MemoryBufferRef(IndexBytes, "<memory>")))
+  if (Error E = loadConfig(L, "<memory>", Config))
+    return die(std::move(E));
+  if (Error E = loadIndex(L, MemoryBufferRef(IndexBytes, "<memory>")))
     return die(std::move(E));
 
   while (In.line(Line)) {
@@ -460,13 +465,14 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
   if (!Config)
     return die(fail("the dtlto-backend configuration '" + Inv.ConfigPath +
                     "' cannot be read: " + Config.getError().message()));
+  if (Error E = loadConfig(L, Inv.ConfigPath, (*Config)->getBuffer()))
+    return die(std::move(E));
   ErrorOr<std::unique_ptr<MemoryBuffer>> Index = MemoryBuffer::getFile(
       Inv.IndexPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!Index)
     return die(fail("cannot read the combined index '" + Inv.IndexPath +
                     "': " + Index.getError().message()));
-  if (Error E = loadLink(L, Inv.ConfigPath, (*Config)->getBuffer(),
-                         **Index))
+  if (Error E = loadIndex(L, **Index))
     return die(std::move(E));
 
   if (Inv.Batch) {
