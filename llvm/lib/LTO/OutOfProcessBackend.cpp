@@ -919,13 +919,20 @@ void OutOfProcessBackend::handOver(JobState &State) {
     if (Error E = writeCopiesOnce(Read))
       return jobFailed(State, std::move(E));
   }
-  std::lock_guard<std::mutex> Lock(Mu);
+  std::unique_lock<std::mutex> Lock(Mu);
   State.Handed = true;
   State.Id = Handed.size();
   State.HandedAt = Clock::now();
   Handed.push_back(&State);
-  Farm->send(Plugin ? jobFrame(State.Id, State.J, Contents)
-                    : jobRecordLine(State.Id, State.J));
+  if (!Plugin) {
+    Farm->send(jobRecordLine(State.Id, State.J));
+    return;
+  }
+  // A frame copies the job's bitcode: not while events wait for Mu. No
+  // event can name the job before it is sent, and Farm stays until every
+  // job is handed over.
+  Lock.unlock();
+  Farm->send(jobFrame(State.Id, State.J, Contents));
 }
 
 // One line of the event channel, on the distributor's reader thread.
