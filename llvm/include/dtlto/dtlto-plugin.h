@@ -173,9 +173,11 @@ typedef struct dtlto_plugin {
   void (*cancel)(void *session, uint64_t id);
   /* No more jobs come. The plugin finishes the jobs it has and reports them. */
   void (*end_of_jobs)(void *session);
-  /* Ends the session: called once every job is final, or when the link
-   * stops early. Stops whatever still runs; after it returns the plugin
-   * calls no callback. */
+  /* Ends the session: called once every job is final, or when the engine
+   * closes the job channel early. Stops whatever still runs; after it
+   * returns the plugin calls no callback. A host stopped by a signal (the
+   * deadline, Ctrl-C) ends without calling it: whatever the plugin started
+   * in the host's process group is stopped with the host. */
   void (*close)(void *session);
 } dtlto_plugin;
 
