@@ -6,6 +6,8 @@
  *   bad     returns an object that is no object
  *   refuse  refuses the link in open
  *   exit    exits the process (status 0) on the first job
+ *   hold    accepts every job and runs none; answers each cancel with
+ *           cancelled, and says so on stderr
  * Built with -DABI_VERSION=N it claims another ABI version; with -DNO_ENTRY
  * it exports no entry point. */
 
@@ -46,6 +48,10 @@ static int fault_submit(void *s, const dtlto_job *job) {
       pause();
   if (!strcmp(mode, "exit"))
     _exit(0);
+  if (!strcmp(mode, "hold")) {
+    engine->accepted(engine->ctx, job->id);
+    return 0;
+  }
   if (!strcmp(mode, "bad")) {
     static const char junk[] = "\x7f" "ELF but not really an object";
     dtlto_buffer b = {junk, sizeof(junk)};
@@ -56,7 +62,13 @@ static int fault_submit(void *s, const dtlto_job *job) {
   return 0;
 }
 
-static void fault_cancel(void *s, uint64_t id) { (void)s; (void)id; }
+static void fault_cancel(void *s, uint64_t id) {
+  (void)s;
+  char msg[64];
+  snprintf(msg, sizeof(msg), "cancelled job %llu", (unsigned long long)id);
+  engine->log(engine->ctx, msg);
+  engine->cancelled(engine->ctx, id);
+}
 static void fault_end(void *s) { (void)s; }
 static void fault_close(void *s) { (void)s; }
 
