@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Run the DTLTO backend jobs of a manifest on an existing distcc farm."""
+# dtlto-stream-protocol: 1   (the linker streams jobs to us: docs/manifest.md)
 
 import os
 import re
@@ -13,9 +14,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
+from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
 from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
-from dtltodist.runner import JobResult, Runner  # noqa: E402
+from dtltodist.runner import JobResult, Runner, whole_manifest  # noqa: E402
 
 PROG = "distcc.py"
 
@@ -60,6 +62,14 @@ object gets no more jobs in this link, and the job runs again on another
 host (up to --retries times; localhost counts as one). A compiler error is
 never retried. distcc's state and lock files go to a private DISTCC_DIR,
 removed with everything else at the end.
+
+The linker streams jobs to distcc.py as their index shards are ready
+(docs/manifest.md): each starts on a free slot at once. A job the linker
+cancels is dropped if it has not started; a running one's distcc is
+killed, and its object, which comes back to a private directory, is never
+moved into place. --self-contained must read every job's index shard
+before it knows whether the link can go at all, so it takes the linker's
+whole stream first and then runs the jobs as a one-shot manifest's.
 
 Use it from the linker:
   ld.lld --thinlto-distributor=distcc.py \\
@@ -215,7 +225,7 @@ class Distcc:
         self.tally = transfer.Tally("host")
         self.rep: Reporter | None = None
         self.work = ""
-        self.on: dict[int, Host] = {}  # job -> host of its running attempt
+        self.on: dict[int, tuple[Host, int]] = {}  # job -> host and slot of its running attempt
         self.tried: dict[int, set] = {}  # job -> hosts it was lost on
         self.lost: set[int] = set()
         self.plans: dict[int, transfer.Plan] = {}
@@ -254,8 +264,8 @@ class Distcc:
         return selfcontained.step_command(sys.executable, src, step, then)
 
     def command(self, job) -> list[str]:
-        host = self.pool.take(self.tried.get(job.index, ()))
-        self.on[job.index] = host
+        host, slot = self.pool.take(self.tried.get(job.index, ()))
+        self.on[job.index] = host, slot
         if host.local:
             return job.command
         return self.distcc_argv(job, host, self.object_path(job))
@@ -267,11 +277,23 @@ class Distcc:
         """Writes the job's bundle before its first remote attempt."""
         if self.args.self_contained:
             return None
-        if not self.on[job.index].local and job.index not in self.bundles:
+        if not self.on[job.index][0].local and job.index not in self.bundles:
+            try:
+                plan = self.plan(job)  # a streamed job is first seen here
+            except (paths.UnsafePathError, ValueError) as e:
+                raise OSError(f"cannot be sent to distcc: {e}") from None
             path = self.bundle_path(job)
-            self.tally.sent += bundle.write(self.m, job, self.plan(job), path)
+            self.tally.sent += bundle.write(self.m, job, plan, path)
             self.bundles[job.index] = path
         return None
+
+    def worker(self, job) -> str:
+        host, slot = self.on[job.index]
+        return f"{'here' if host.local else host.name}/{slot}"
+
+    def cancel(self, job) -> None:
+        host, slot = self.on.pop(job.index)
+        self.pool.release(host, slot)
 
     def lose(self, result: JobResult, host: Host, why: str) -> None:
         result.returncode, result.problem = None, why
@@ -281,8 +303,8 @@ class Distcc:
 
     def collect(self, result: JobResult) -> None:
         job = result.job
-        host = self.on.pop(job.index)
-        self.pool.release(host)
+        host, slot = self.on.pop(job.index)
+        self.pool.release(host, slot)
         self.lost.discard(job.index)
         result.where = host.name
         if host.local or result.returncode is None:
@@ -326,7 +348,7 @@ class Distcc:
                       f"another host ({result.attempt + 1} of {self.args.retries + 1})")
         return True
 
-    def run(self) -> int:
+    def run(self, feed: JobFeed | None) -> int:
         # Next to the manifest: the objects are moved from here into place.
         self.work = tempfile.mkdtemp(prefix=".dtlto-distcc-",
                                      dir=os.path.dirname(os.path.abspath(self.m.path)))
@@ -336,8 +358,8 @@ class Distcc:
         os.environ.pop("DISTCC_VERBOSE", None)
         try:
             return Runner(self.rep, self.pool, command=self.command, retry=self.retry,
-                          stdin=self.stdin, collect=self.collect,
-                          shown=self.shown).run(self.m.jobs)
+                          stdin=self.stdin, collect=self.collect, shown=self.shown,
+                          worker=self.worker, cancel=self.cancel).run(self.m.jobs, feed)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -387,6 +409,13 @@ def main() -> int:
         return EXIT_USAGE
     m = cli.load_or_exit(PROG, args.manifest)
     engine = Distcc(args, m, hosts)
+    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
+                          verbose=args.verbose, placement=engine.tally.describe)
+    feed = None if args.dry_run else JobFeed.from_environment(m)
+    if feed and args.self_contained:
+        # Whether the link can go at all depends on every job's index shard.
+        m = engine.m = whole_manifest(m, feed, engine.rep)
+        feed = None
     refused = ""
     if args.self_contained:
         problem = selfcontained.usage_error(m)
@@ -412,10 +441,8 @@ def main() -> int:
     if args.dry_run:
         print(describe_hosts(hosts, hosts_from))
         return engine.dry_run()
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
     engine.rep.verbose_note(describe_hosts(hosts, hosts_from))
-    return engine.run()
+    return engine.run(feed)
 
 
 if __name__ == "__main__":

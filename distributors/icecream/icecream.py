@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Run the DTLTO backend jobs of a manifest on an existing icecream farm."""
+# dtlto-stream-protocol: 1   (the linker streams jobs to us: docs/manifest.md)
 
 import hashlib
 import json
@@ -16,8 +17,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
+from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter  # noqa: E402
-from dtltodist.runner import JobResult, Runner, Slots  # noqa: E402
+from dtltodist.runner import JobResult, Runner, Slots, whole_manifest  # noqa: E402
 
 PROG = "icecream.py"
 # icecream sends only compilers whose name says gcc, clang or cc, and iceccd
@@ -62,6 +64,15 @@ is correct, and objects may differ from in-process ThinLTO's. A link that
 needs what only the backend reading the index shard does (CFI,
 whole-program devirtualization, memprof) or files besides the modules (a
 sample profile) is refused, saying why, and its jobs run here.
+
+The linker streams jobs to icecream.py as their index shards are ready
+(docs/manifest.md): each goes to icecc at once, while a slot (--jobs) is
+free. A job the linker cancels is dropped if it has not started; a running
+one's icecc is killed, and its object, which comes back to a private
+directory, is never moved into place. --self-contained must read every
+job's index shard before it knows whether the link can go at all, so it
+takes the linker's whole stream first and then runs the jobs as a one-shot
+manifest's.
 
 Use it from the linker:
   ld.lld --thinlto-distributor=icecream.py \\
@@ -222,8 +233,17 @@ class Icecream:
             return None
         src, _ = self.paths(job)
         if not os.path.exists(src):
-            self.tally.sent += bundle.write(self.m, job, self.plan(job), src)
+            try:
+                plan = self.plan(job)  # a streamed job is first seen here
+            except (paths.UnsafePathError, ValueError) as e:
+                raise OSError(f"cannot be sent to icecream: {e}") from None
+            self.tally.sent += bundle.write(self.m, job, plan, src)
         return None
+
+    def worker(self, job) -> str:
+        """icecream's scheduler picks the host; we learn only whether the
+        job ran here after all."""
+        return "here" if job.index in self.local else "icecream"
 
     def collect(self, result: JobResult) -> None:
         job = result.job
@@ -243,6 +263,7 @@ class Icecream:
         self.tally.received += os.path.getsize(obj)
         here = result.job.index in self.local or ICECC_FELL_BACK.search(result.stderr)
         self.tally.where["here" if here else "farm"] += 1
+        result.where = "here" if here else "icecream farm"
         if self.args.self_contained and job.index not in self.sent:
             self.sent.add(job.index)
             self.tally.sent += os.path.getsize(self.paths(job)[0])
@@ -266,7 +287,7 @@ class Icecream:
                 (("farm", "on the farm"), ("here", "here")) if self.tally.where[k]]
         return self.tally.describe(f"icecream ({', '.join(done) or 'none done'})")
 
-    def run(self, env_tarball: str) -> int:
+    def run(self, env_tarball: str, feed: JobFeed | None) -> int:
         self.work = tempfile.mkdtemp(prefix=".dtlto-icecream-",
                                      dir=os.path.dirname(os.path.abspath(self.m.path)))
         if self.backend:
@@ -279,7 +300,8 @@ class Icecream:
         try:
             return Runner(self.rep, Slots(self.args.jobs), command=self.command,
                           retry=self.retry, stdin=self.stdin, collect=self.collect,
-                          shown=lambda job, argv: selfcontained.shown(argv)).run(self.m.jobs)
+                          shown=lambda job, argv: selfcontained.shown(argv),
+                          worker=self.worker).run(self.m.jobs, feed)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -290,6 +312,12 @@ def main() -> int:
         print(f"{PROG}: error: --retries must not be negative", file=sys.stderr)
         return EXIT_USAGE
     m = cli.load_or_exit(PROG, args.manifest)
+    rep = Reporter(PROG, quiet=args.quiet, progress=args.progress, verbose=args.verbose)
+    feed = None if args.dry_run else JobFeed.from_environment(m)
+    if feed and args.self_contained:
+        # Whether the link can go at all depends on every job's index shard.
+        m = whole_manifest(m, feed, rep)
+        feed = None
     if args.self_contained:
         problem = selfcontained.usage_error(m)
         if problem:
@@ -326,8 +354,8 @@ def main() -> int:
                 for line in bundle.describe(m, job, engine.plan(job)):
                     print("  " + line)
         return EXIT_OK
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.placement)
+    engine.rep = rep
+    rep.placement = engine.placement
     # The manifest's clang, when the bundles run it, at its own path.
     aliases = [] if bundle.is_backend(m.compiler) or args.self_contained else \
         [os.path.abspath(m.compiler)]
@@ -339,7 +367,7 @@ def main() -> int:
         why = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else e.strerror or e
         engine.rep.error(f"cannot build the icecream environment in {cache}: {why}")
         return 1
-    return engine.run(tarball)
+    return engine.run(tarball, feed)
 
 
 if __name__ == "__main__":

@@ -9,31 +9,43 @@ compiler with --ship-compiler). The action cache is asked first; otherwise
 only the blobs the server lacks are uploaded, the action executes, and its
 outputs are downloaded, checked against their digests and written to the
 paths the linker expects.
+
+The linker streams jobs to reapi.py as their index shards are ready
+(docs/manifest.md): each job's action is planned and submitted as its
+record arrives. A job the linker cancels is dropped if no thread has taken
+it yet; one in flight has its calls cancelled (and the server is asked to
+cancel its operation, where it implements that), and its outputs are never
+written, however late its result comes.
 """
+# dtlto-stream-protocol: 1   (the linker streams jobs to us: docs/manifest.md)
 
 # Debian's /usr/bin/python3 on purpose: python3-grpcio and python3-protobuf
 # are installed for it.
 
 import argparse
 import os
+import select
 import shlex
 import signal
 import sys
 import threading
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, ThreadPoolExecutor, wait
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "utils", "dtlto"))
 sys.path.insert(0, HERE)
 
 from dtltodist import cli  # noqa: E402
+from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: E402
                               Reporter, exit_code_for_signal, plural)
 from dtltodist.manifest import dispatch_order  # noqa: E402
-from dtltodist.runner import JobResult, check_all_outputs  # noqa: E402
+from dtltodist.runner import (JobResult, check_all_outputs, drop_cancelled,  # noqa: E402
+                              take_feed)
 from reapilib import credentials, stubs  # noqa: E402
 from reapilib.action import PlanError, Planner, Settings  # noqa: E402
-from reapilib.client import BadConfig, Endpoint, Session, Stopped, parse_endpoint  # noqa: E402
+from reapilib.client import (BadConfig, Endpoint, JobCancel, Session, Stopped,  # noqa: E402
+                             parse_endpoint)
 from reapilib.jobs import JobFailed, JobRunner, Pool  # noqa: E402
 from reapilib.tree import show  # noqa: E402
 
@@ -209,7 +221,8 @@ class Main:
             tls = self.read_tls()
         except (credentials.CredentialsError, OSError) as e:
             return self.fail_setup(str(e))
-        return self.execute(g, manifest, plans, headers, tls)
+        return self.execute(g, manifest, planner, plans, headers, tls,
+                            JobFeed.from_environment(manifest))
 
     def read_credentials(self) -> list[tuple[str, str]]:
         headers = []
@@ -250,7 +263,7 @@ class Main:
                     print(f"  output: {shlex.quote(remote)} -> {shlex.quote(local)}")
         sys.stdout.flush()
 
-    def execute(self, g, manifest, plans, headers, tls) -> int:
+    def execute(self, g, manifest, planner, plans, headers, tls, feed) -> int:
         args = self.args
         options = [("grpc.max_receive_message_length", 64 << 20),
                    ("grpc.max_send_message_length", 64 << 20),
@@ -270,51 +283,82 @@ class Main:
         session = Session(g, endpoints, args.instance_name, headers,
                           target=manifest.linker_output, rpc_timeout=args.rpc_timeout,
                           max_batch=args.max_batch_bytes, version=VERSION)
-        pool = Pool(endpoints, session.stop)
+        pool = Pool(endpoints, session.stopping)
         # The Execute stream gets a deadline only when the action has one.
         exec_timeout = (args.action_timeout + args.rpc_timeout) if args.action_timeout else None
         runner = JobRunner(session, pool, args.retries, args.skip_cache_lookup,
-                           exec_timeout=exec_timeout, note=self.note)
+                           exec_timeout=exec_timeout, note=self.note,
+                           started=self.started, retrying=self.retrying)
         jobs = args.jobs or 16 * len(endpoints)
         try:
-            return self.supervise(session, runner, plans, endpoints, jobs)
+            return self.supervise(session, runner, planner, plans, endpoints, jobs, feed)
         finally:
             for ep in endpoints:
                 ep.close()
 
-    def supervise(self, session, runner, plans, endpoints, width) -> int:
+    def supervise(self, session, runner, planner, plans, endpoints, width, feed) -> int:
+        """Every job's action, up to width at once; streaming (feed), also
+        the jobs the linker sends while others run, until its end."""
         rep = self.reporter
         rep.begin(len(plans))
-        failure = None
+        jobs = [plan.job for plan in plans]
+        failure = None  # (job, its action or None, JobFailed)
         old = {s: signal.signal(s, self.on_signal) for s in STOP_SIGNALS}
-        pool = ThreadPoolExecutor(max_workers=max(1, min(width, len(plans))))
+        # Streaming, jobs keep coming: as many threads as actions may be in flight.
+        pool = ThreadPoolExecutor(max_workers=max(1, width if feed else min(width, len(plans))))
+        futures = {}  # future -> (plan, JobCancel)
+        pending = set()
+
+        def submit(plan):
+            cancel = JobCancel()
+            future = pool.submit(self.run_job, session, runner, plan, cancel)
+            futures[future] = (plan, cancel)
+            pending.add(future)
+
+        def more() -> bool:
+            return feed is not None and not feed.ended and failure is None and not self.signo
+
         try:
             by_job = {plan.job.index: plan for plan in plans}
-            futures = {pool.submit(runner.run, by_job[job.index]): by_job[job.index]
-                       for job in dispatch_order([plan.job for plan in plans])}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            for job in dispatch_order(jobs):
+                submit(by_job[job.index])
+            while pending or more():
+                if more():
+                    with self.out_lock:
+                        new, cancels = take_feed(feed, rep, jobs)
+                    for job in new:
+                        try:
+                            submit(planner.plan(job))
+                        except PlanError as e:
+                            failure = failure or (job, None, JobFailed(str(e), 0))
+                            self.stop_all(session, pending)
+                    for job_id in cancels:
+                        self.cancel(session, futures, pending, jobs, job_id)
+                    # The feed is read again within 50 ms, or at once when it has more.
+                    select.select([feed.fileno()] if more() else [], [], [], 0.05)
+                    done, pending = wait(pending, timeout=0)
+                else:
+                    done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
                 for f in done:
-                    plan = futures[f]
+                    plan, _ = futures[f]
                     try:
                         outcome = f.result()
-                    except Stopped:
+                    except (Stopped, CancelledError):
                         continue
                     except JobFailed as e:
                         if failure is None and not self.signo:
-                            failure = (plan, e)
+                            failure = (plan.job, plan.action, e)
                             self.stop_all(session, pending)
                         continue
                     except Exception as e:  # a bug: still one line, still stop
                         if failure is None and not self.signo:
-                            failure = (plan, JobFailed(
+                            failure = (plan.job, plan.action, JobFailed(
                                 f"internal error: {type(e).__name__}: {e}", 1))
                             self.stop_all(session, pending)
                         continue
                     with self.out_lock:
-                        rep.finished(JobResult(plan.job, outcome.attempts, 0,
-                                               outcome.stdout, outcome.stderr))
+                        rep.finished(JobResult(plan.job, outcome.attempts, 0, outcome.stdout,
+                                               outcome.stderr, where=outcome.where))
                 if self.signo and not session.stop.is_set():
                     self.stop_all(session, pending)
         finally:
@@ -329,16 +373,43 @@ class Main:
             return exit_code_for_signal(self.signo)
         where = self.describe(session, runner, endpoints)
         if failure:
-            plan, e = failure
-            result = JobResult(plan.job, e.attempts, e.exit_code, e.stdout, e.stderr,
-                               problem="" if e.exit_code is not None else f"failed: {e}")
-            rep.failed(result, plan.job.command)
+            job, action, e = failure
+            result = JobResult(job, e.attempts, e.exit_code, e.stdout, e.stderr,
+                               problem="" if e.exit_code is not None else f"failed: {e}",
+                               where=e.endpoint.name if e.endpoint is not None else "")
+            rep.failed(result, job.command)
             if e.endpoint is not None:
-                rep.note(f"job {plan.job.index}: action {show(plan.action)} on "
-                         f"{e.endpoint.name}")
+                rep.note(f"job {job.index}: action {show(action)} on {e.endpoint.name}")
             rep.summary(where, failed=1)
             return EXIT_JOB_FAILED
-        return check_all_outputs(rep, [p.job for p in plans], where)
+        return check_all_outputs(rep, jobs, where)
+
+    @staticmethod
+    def run_job(session, runner, plan, cancel):
+        """One job, on a pool thread; its calls can be cancelled as one."""
+        with session.job(cancel):
+            return runner.run(plan)
+
+    def cancel(self, session, futures, pending, jobs, job_id) -> None:
+        """The linker cancelled job_id: a job not started is dropped, one in
+        flight stops (its outputs are never written: Session.cancel_job).
+        One that has written its outputs already is reported done."""
+        for f in [f for f in pending if futures[f][0].job.index == job_id]:
+            plan, cancel = futures[f]
+            if f.cancel() or session.cancel_job(cancel):
+                pending.discard(f)
+                with self.out_lock:
+                    drop_cancelled(self.reporter, jobs, plan.job)
+
+    def started(self, plan, ep, attempt: int) -> None:
+        """An attempt went to an endpoint (a job thread)."""
+        self.reporter.events.started(plan.job.index, worker=ep.name, attempt=attempt)
+
+    def retrying(self, plan, error, attempt: int, ep) -> None:
+        """An attempt failed and the job runs again (a job thread)."""
+        self.reporter.events.failed(plan.job.index, str(error), retry=True,
+                                    worker=ep.name if ep is not None else None,
+                                    attempt=attempt)
 
     def on_signal(self, signo, frame):
         self.signo = self.signo or signo

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Run the DTLTO backend jobs of a manifest on a Slurm cluster, one srun each."""
+# dtlto-stream-protocol: 1   (the linker streams jobs to us: docs/manifest.md)
 
 import os
 import re
@@ -8,11 +9,13 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import cli, paths, transfer  # noqa: E402
+from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.report import EXIT_OK, Reporter  # noqa: E402
 from dtltodist.runner import JobResult, Runner, Slots, run_quick  # noqa: E402
 
@@ -35,6 +38,14 @@ SLURM_JOB_ID set) the sruns become job steps of it.
 A job that did not finish because of the cluster (node failure, lost
 connection, no status from the node) is run again, on another node, up to
 --retries times; a compiler error is never retried.
+
+The linker streams jobs to slurm.py as their index shards are ready
+(docs/manifest.md): each gets its srun at once, while a slot is free. A
+job the linker cancels is dropped if it has not started; a running one's
+srun is killed and, outside an allocation, its Slurm job cancelled
+(found by its --comment, dtlto-job-<id>). Before slurm.py exits it waits
+until every cancelled job has left the queue: nothing of it writes an
+object or stays in --remote-dir after the link.
 
 Use it from the linker:
   ld.lld --thinlto-distributor=slurm.py --thinlto-remote-compiler=/usr/bin/clang-22 \\
@@ -87,6 +98,14 @@ class Slurm:
         self.lost: dict[int, str] = {}  # job -> node of the attempt just lost
         self.plans: dict[int, transfer.Plan] = {}
         self.tmpdir = None
+        self.streaming = False
+        self.cancelled: list[str] = []  # Slurm job ids of cancelled jobs
+        self.stopped_steps = False  # a cancelled job's step was killed (in an allocation)
+
+    def tool(self, name: str) -> str:
+        """A Slurm command (sinfo, squeue, scancel) from srun's directory."""
+        path = os.path.join(os.path.dirname(shutil.which(self.args.srun) or ""), name)
+        return path if os.path.exists(path) else name
 
     def srun(self, job) -> list[str]:
         a = self.args
@@ -99,6 +118,8 @@ class Slurm:
                 argv.append(f"{flag}={value}")
         if self.excluded.get(job.index):
             argv.append("--exclude=" + ",".join(self.excluded[job.index]))
+        if self.streaming and not self.in_allocation:
+            argv.append(f"--comment={comment(job)}")  # so that a cancel finds it
         argv += a.srun_arg
         if a.mode == "shared":
             cwd = os.getcwd()
@@ -176,21 +197,76 @@ class Slurm:
     def shown(self, job, argv) -> list[str]:
         return transfer.shown(argv)
 
+    def worker(self, job) -> str:
+        # Slurm picks the node; the job's done event names it.
+        return f"slurm/{self.args.partition}" if self.args.partition else "slurm"
+
+    def cancel(self, job) -> None:
+        """A cancelled job's srun is gone; outside an allocation its Slurm
+        job may still run: cancel it too (inside one, see clean_steps)."""
+        if self.in_allocation:
+            self.stopped_steps = True  # a step, which ended with its srun
+            return
+        try:
+            done = run_quick([self.tool("squeue"), "--noheader", f"--name={self.name}",
+                              f"--user={os.getuid()}", "--format=%i %k"], timeout=15)
+        except OSError:
+            return
+        ids = [line.split()[0] for line in done.stdout.decode("utf-8", "replace").splitlines()
+               if line.split()[1:] == [comment(job)]]
+        if ids:
+            try:
+                run_quick([self.tool("scancel")] + ids, timeout=15)
+            except OSError:
+                return
+            self.cancelled += ids
+
+    def clean_steps(self) -> None:
+        """Inside an allocation srun ends a step's tasks with SIGKILL, so the
+        job side of a cancelled job could not remove its directory: one
+        step on every node of the allocation removes what the link left
+        in --remote-dir (the job side's clean mode)."""
+        if not self.stopped_steps or self.args.mode != "stream":
+            return
+        nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1"
+        argv = [self.args.srun, f"--nodes={nodes}", f"--ntasks={nodes}",
+                "--ntasks-per-node=1", "--quiet", f"--job-name={self.name}",
+                f"--chdir={self.args.remote_dir}", "--"] + transfer.remote_command(
+                    self.args.remote_python, "clean", [self.args.remote_dir, self.link])
+        try:
+            run_quick(argv, timeout=90)  # the job side waits up to 30 s per job
+        except OSError:
+            pass
+
+    def wait_cancelled(self, patience: float = 60) -> None:
+        """Until every cancelled Slurm job has left the queue, for at most
+        `patience` seconds: then none of them writes anything any more."""
+        deadline = time.monotonic() + patience
+        while self.cancelled and time.monotonic() < deadline:
+            try:
+                done = run_quick([self.tool("squeue"), "--noheader", "--format=%i",
+                                  "--jobs=" + ",".join(self.cancelled)], timeout=15)
+            except OSError:
+                return
+            # A job purged from the queue makes squeue fail: gone too.
+            left = done.stdout.decode().split() if done.returncode == 0 else []
+            self.cancelled = [i for i in self.cancelled if i in left]
+            if self.cancelled:
+                time.sleep(0.2)
+
     def cancel_leftovers(self) -> None:
         # Runner killed our sruns; jobs they started may still run. Inside an
         # allocation they are steps that end with their srun.
         if self.in_allocation:
             return
-        scancel = os.path.join(os.path.dirname(shutil.which(self.args.srun) or ""), "scancel")
         try:
-            run_quick([scancel if os.path.exists(scancel) else "scancel",
-                       f"--name={self.name}", f"--user={os.getuid()}"], timeout=15)
+            run_quick([self.tool("scancel"), f"--name={self.name}", f"--user={os.getuid()}"],
+                      timeout=15)
         except OSError:
             pass
 
     def default_slots(self) -> int:
-        argv = [os.path.join(os.path.dirname(shutil.which(self.args.srun) or ""), "sinfo"),
-                "--noheader", "--format=%C"]
+        argv = [self.tool("sinfo"), "--noheader", "--format=%C"]
         if self.args.partition:
             argv.append(f"--partition={self.args.partition}")
         try:
@@ -201,7 +277,10 @@ class Slurm:
         return total or 16
 
     def run(self) -> int:
-        slots = Slots(self.args.slots or (self.default_slots() if self.m.jobs else 1))
+        feed = JobFeed.from_environment(self.m)
+        self.streaming = feed is not None
+        # Streaming, the manifest has no jobs yet: they are coming.
+        slots = Slots(self.args.slots or (self.default_slots() if self.m.jobs or feed else 1))
         self.tmpdir = tempfile.mkdtemp(prefix="dtlto-slurm-")
         try:
             # srun passes a SIGTERM on to its tasks as a SIGKILL: the job side
@@ -212,9 +291,12 @@ class Slurm:
             grace = None if self.in_allocation else 0
             code = Runner(self.rep, slots, command=self.srun, retry=self.retry,
                           stdin=self.stdin, collect=self.collect, shown=self.shown,
-                          grace=grace).run(self.m.jobs)
+                          grace=grace, worker=self.worker,
+                          cancel=self.cancel).run(self.m.jobs, feed)
         finally:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.wait_cancelled()
+            self.clean_steps()
         if code != EXIT_OK:
             self.cancel_leftovers()
         return code
@@ -226,6 +308,11 @@ class Slurm:
                 for line in transfer.describe(self.plan(job)):
                     print("  " + line)
         return EXIT_OK
+
+
+def comment(job) -> str:
+    """The --comment of a streamed job's srun."""
+    return f"dtlto-job-{job.index}"
 
 
 def node_named(stderr: str) -> str:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Run the DTLTO backend jobs of a manifest on a list of hosts over ssh."""
+# dtlto-stream-protocol: 1   (the linker streams jobs to us: docs/manifest.md)
 
 import os
 import re
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import cli, paths, transfer  # noqa: E402
+from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
 from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
 from dtltodist.runner import JobResult, Runner, run_quick_all  # noqa: E402
@@ -42,6 +44,13 @@ through them (--no-multiplex: one connection per job), and they are closed
 at the end. A host that cannot be reached is not used. A host that drops a
 session gets no more jobs in this link, and the job runs again on another
 host (up to --retries times); a compiler error is never retried.
+
+The linker streams jobs to ssh.py as their index shards are ready
+(docs/manifest.md): each starts on a free slot at once. A job the linker
+cancels is dropped if it has not started; a running one has its session
+closed, and its job side on the host stops the compiler and removes its
+directory. Before ssh.py exits it waits on each host that ran a cancelled
+job for that job side to end, and removes what is left of the link there.
 
 Use it from the linker:
   ld.lld --thinlto-distributor=ssh.py --thinlto-remote-compiler=/usr/bin/clang-22 \\
@@ -130,7 +139,7 @@ class SSH:
         self.link = f"{socket.gethostname()}.{os.getpid()}"
         self.tally = transfer.Tally("host")
         self.rep: Reporter | None = None
-        self.on: dict[int, Host] = {}  # job -> host of its running attempt
+        self.on: dict[int, tuple[Host, int]] = {}  # job -> host and slot of its running attempt
         self.tried: dict[int, set] = {}  # job -> hosts it was lost on
         self.lost: set[int] = set()  # jobs whose last attempt the host lost
         self.plans: dict[int, transfer.Plan] = {}
@@ -140,6 +149,7 @@ class SSH:
         self.masters: dict[str, list[str]] = {}  # host -> its masters' control paths
         self.sessions: Counter = Counter()  # control path -> jobs using it now
         self.session_of: dict[int, str] = {}  # job -> control path it uses
+        self.stopped_on: set[str] = set()  # hosts where a cancelled job was stopped
 
     def ssh_base(self) -> list[str]:
         a = self.args
@@ -212,20 +222,21 @@ class SSH:
         self.session_of[job.index] = path
         return ["-o", "ControlMaster=no", "-o", f"ControlPath={path}"]
 
-    def remote(self, program_args: list[str]) -> str:
+    def remote(self, mode: str) -> str:
+        """The job side in mode ("stream", "clean") for this link."""
         # ssh hands the remote login shell one string: every word quoted.
-        return shlex.join(transfer.remote_command(self.args.remote_python, "stream",
-                                                  program_args, compact=True))
+        return shlex.join(transfer.remote_command(
+            self.args.remote_python, mode, [self.args.remote_dir, self.link], compact=True))
 
     def command(self, job, host: Host | None = None) -> list[str]:
         mux = []
         if host is None:
-            host = self.pool.take(self.tried.get(job.index, ()))
-            self.on[job.index] = host
+            host, slot = self.pool.take(self.tried.get(job.index, ()))
+            self.on[job.index] = host, slot
             self.used.add(host.name)
             mux = self.multiplex(job, host)
         return self.ssh_base() + mux + [
-            "-T", "--", host.target, self.remote([self.args.remote_dir, self.link])]
+            "-T", "--", host.target, self.remote("stream")]
 
     def plan(self, job) -> transfer.Plan:
         if job.index not in self.plans:
@@ -233,16 +244,32 @@ class SSH:
         return self.plans[job.index]
 
     def stdin(self, job) -> str:
+        try:
+            plan = self.plan(job)  # a streamed job is first seen here
+        except paths.UnsafePathError as e:
+            raise OSError(str(e)) from None
         path = os.path.join(self.tmpdir, f"job{job.index}.tar")
-        self.tally.sent += transfer.write_inputs(self.plan(job), path)
+        self.tally.sent += transfer.write_inputs(plan, path)
         return path
+
+    def worker(self, job) -> str:
+        host, slot = self.on[job.index]
+        return f"{host.name}/{slot}"
+
+    def leave(self, job) -> Host:
+        """The job's attempt has ended: its slot and session are free."""
+        host, slot = self.on.pop(job.index)
+        self.pool.release(host, slot)
+        if job.index in self.session_of:
+            self.sessions[self.session_of.pop(job.index)] -= 1
+        return host
+
+    def cancel(self, job) -> None:
+        self.stopped_on.add(self.leave(job).name)
 
     def collect(self, result: JobResult) -> None:
         job = result.job
-        host = self.on.pop(job.index)
-        self.pool.release(host)
-        if job.index in self.session_of:
-            self.sessions[self.session_of.pop(job.index)] -= 1
+        host = self.leave(job)
         self.lost.discard(job.index)
         result.where = host.name
         if result.returncode is None:
@@ -287,14 +314,17 @@ class SSH:
 
     def close_masters(self, failed: bool) -> None:
         """After a failed link, remove what its jobs left in the remote
-        directories of the hosts still up; then close the master
-        connections."""
-        if failed:
-            linkdir = os.path.join(self.args.remote_dir, f"dtlto-{self.link}")
-            clean = shlex.join(["rm", "-rf", "--", linkdir])
-            run_quick_all([self.ssh_base() + self.through(host) + ["-T", "--", host.target, clean]
-                           for host in self.pool.usable() if host.name in self.used],
-                          timeout=self.args.connect_timeout + 5)
+        directories of the hosts still up, and after cancelled jobs what
+        they left on their hosts (once their job sides have ended); then
+        close the master connections."""
+        dirty = [host for host in self.pool.usable()
+                 if host.name in (self.used if failed else self.stopped_on)]
+        if dirty:
+            # The job side waits for each job side still running there,
+            # at most 30 s each (remote_job.py, "clean").
+            run_quick_all([self.ssh_base() + self.through(host) +
+                           ["-T", "--", host.target, self.remote("clean")] for host in dirty],
+                          timeout=self.args.connect_timeout + 65)
         run_quick_all([self.ssh_base() + ["-o", f"ControlPath={path}", "-O", "exit", "--",
                                           host.target]
                        for host in self.pool.hosts for path in self.masters.get(host.name, [])],
@@ -311,16 +341,18 @@ class SSH:
             self.control_dir = os.path.join(self.tmpdir, "cm")
             os.mkdir(self.control_dir, 0o700)
         code = None
+        # Streaming, the manifest has no jobs yet: they are coming.
+        feed = JobFeed.from_environment(self.m)
         try:
-            if self.control_dir and self.m.jobs:
+            if self.control_dir and (self.m.jobs or feed):
                 self.open_masters()
                 if not self.pool.usable():
                     self.rep.error("no host can be reached")
                     code = EXIT_JOB_FAILED
                     return code
             code = Runner(self.rep, self.pool, command=self.command, retry=self.retry,
-                          stdin=self.stdin, collect=self.collect,
-                          shown=self.shown).run(self.m.jobs)
+                          stdin=self.stdin, collect=self.collect, shown=self.shown,
+                          worker=self.worker, cancel=self.cancel).run(self.m.jobs, feed)
         finally:
             self.close_masters(failed=code != EXIT_OK)
             shutil.rmtree(self.tmpdir, ignore_errors=True)

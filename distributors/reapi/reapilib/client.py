@@ -4,7 +4,8 @@ One Session per run, shared by the job threads. Every call goes through
 Session, which adds the request metadata every REAPI server expects (Bazel's
 worker refuses calls without it) and the user's credential headers, keeps
 the byte counters, classifies failures, and can cancel everything in flight
-when the run stops (first failure, Ctrl-C).
+when the run stops (first failure, Ctrl-C), or one job's calls when the
+linker cancels that job (a JobCancel, see Session.job).
 
 What counts as transient, and is retried elsewhere: UNAVAILABLE (the server
 is unreachable, the connection was reset, the worker went away; but not a
@@ -15,6 +16,7 @@ compiler error is an ActionResult with a non-zero exit code, never an RPC
 error, and is never retried.
 """
 
+import contextlib
 import hashlib
 import threading
 import uuid
@@ -44,6 +46,23 @@ class RemoteError(Exception):
 
 class Stopped(Exception):
     """The run is stopping; the call was cancelled on purpose."""
+
+
+class JobCancel:
+    """One job's cancellation, for the job's thread and the main thread.
+
+    The main thread's Session.cancel_job() sets it and cancels the job's
+    calls in flight; from then on each call of the job raises Stopped, and
+    Session.committing() refuses to write its outputs: after cancel_job()
+    returns, nothing of the job is written any more.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.cancelled = False
+        self.committed = False  # its outputs are written: too late to cancel
+        self.calls = set()
+        self.operation: tuple | None = None  # (endpoint, name) of its Execute
 
 
 class BadConfig(Exception):
@@ -126,6 +145,7 @@ class Session:
         self.stop = threading.Event()
         self._calls = set()
         self._lock = threading.Lock()
+        self._job = threading.local()  # .cancel: the JobCancel of this thread's job
         self.bytes_up = 0
         self.bytes_down = 0
         self.bytestream_uploads = 0
@@ -142,16 +162,44 @@ class Session:
             target_id=self.target)
         return [(REQUEST_METADATA_KEY, md.SerializeToString())] + self.headers
 
+    @contextlib.contextmanager
+    def job(self, cancel: JobCancel):
+        """The calls made in this block, on this thread, are cancel's job's."""
+        self._job.cancel = cancel
+        try:
+            yield
+        finally:
+            self._job.cancel = None
+
+    def _cancel(self) -> JobCancel | None:
+        return getattr(self._job, "cancel", None)
+
+    def stopping(self) -> bool:
+        """Is the run stopping, or this thread's job cancelled?"""
+        cancel = self._cancel()
+        return self.stop.is_set() or (cancel is not None and cancel.cancelled)
+
     def _track(self, call):
+        cancel = self._cancel()
         with self._lock:
-            if self.stop.is_set():
+            if self.stopping():
                 call.cancel()
                 raise Stopped()
             self._calls.add(call)
+        if cancel is not None:
+            with cancel.lock:
+                if cancel.cancelled:
+                    call.cancel()
+                    raise Stopped()
+                cancel.calls.add(call)
 
     def _untrack(self, call):
         with self._lock:
             self._calls.discard(call)
+        cancel = self._cancel()
+        if cancel is not None:
+            with cancel.lock:
+                cancel.calls.discard(call)
 
     def cancel_all(self) -> None:
         self.stop.set()
@@ -160,18 +208,62 @@ class Session:
         for call in calls:
             call.cancel()
 
+    def cancel_job(self, cancel: JobCancel) -> bool:
+        """The linker cancelled a job (main thread): its calls in flight are
+        cancelled, its outputs will not be written, and a server that
+        implements google.longrunning.Operations is asked to cancel its
+        action (without waiting for the answer). False when it is too late:
+        the job has written its outputs."""
+        with cancel.lock:
+            if cancel.committed:
+                return False
+            cancel.cancelled = True
+            calls = list(cancel.calls)
+            operation = cancel.operation
+        for call in calls:
+            call.cancel()
+        if operation is not None:
+            ep, name = operation
+            try:
+                ops = self.g.ops_grpc.OperationsStub(ep.channel)
+                future = ops.CancelOperation.future(self.g.ops.CancelOperationRequest(name=name),
+                                                    metadata=self.metadata(),
+                                                    timeout=self.rpc_timeout)
+                # UNIMPLEMENTED (Bazel's worker) or any other answer: nothing to do.
+                future.add_done_callback(lambda f: f.exception())
+            except Exception:  # noqa: BLE001 - an optional courtesy to the server
+                pass
+        return True
+
+    @contextlib.contextmanager
+    def committing(self):
+        """Around writing a job's outputs to their final paths: raises
+        Stopped, before anything is written, once the job is cancelled,
+        and keeps cancel_job() waiting until the writes are done."""
+        cancel = self._cancel()
+        if cancel is None:
+            if self.stop.is_set():
+                raise Stopped()
+            yield
+            return
+        with cancel.lock:
+            if cancel.cancelled or self.stop.is_set():
+                raise Stopped()
+            yield
+            cancel.committed = True
+
     def error(self, e, ep: Endpoint, what: str) -> Exception:
         """Turn a grpc.RpcError into RemoteError (or Stopped)."""
         grpc = self.g.grpc
         code = e.code() if hasattr(e, "code") else None
         details = (e.details() if hasattr(e, "details") else str(e)) or ""
-        if self.stop.is_set() and code == grpc.StatusCode.CANCELLED:
+        if self.stopping() and code == grpc.StatusCode.CANCELLED:
             return Stopped()
         return classify(_code_name(code), details, f"{what} on {ep.name}")
 
     def unary(self, ep: Endpoint, what: str, method, request, action=None, timeout=None):
         grpc = self.g.grpc
-        if self.stop.is_set():
+        if self.stopping():
             raise Stopped()
         future = method.future(request, metadata=self.metadata(action),
                                timeout=timeout or self.rpc_timeout)
@@ -188,7 +280,7 @@ class Session:
     def stream(self, ep: Endpoint, what: str, method, request, action=None, timeout=None):
         """Iterate over a server-streaming call."""
         grpc = self.g.grpc
-        if self.stop.is_set():
+        if self.stopping():
             raise Stopped()
         call = method(request, metadata=self.metadata(action), timeout=timeout)
         self._track(call)
@@ -308,7 +400,7 @@ class Session:
             pending.finish_write = True
             yield pending
 
-        if self.stop.is_set():
+        if self.stopping():
             raise Stopped()
         timeout = self.rpc_timeout + blob.digest[1] / (1 << 20)
         future = ep.bytestream.Write.future(requests(), metadata=self.metadata(action),
@@ -362,7 +454,7 @@ class Session:
                     ep.inflight.pop(d).set()
         for event in theirs:
             while not event.wait(0.2):
-                if self.stop.is_set():
+                if self.stopping():
                     raise Stopped()
         with ep.lock:
             lost = [d for d in blobs if d != EMPTY and d not in ep.present]
@@ -427,13 +519,17 @@ class Session:
                                     action_digest=self._pb_digest(action),
                                     skip_cache_lookup=skip_cache_lookup)
         name = ""
+        cancel = self._cancel()
         try:
             for op in self.stream(ep, "Execute", ep.exec.Execute, request, action, timeout):
+                if op.name and op.name != name and cancel is not None:
+                    with cancel.lock:
+                        cancel.operation = ep, op.name
                 name = op.name or name
                 if op.done:
                     return self._finished(ep, op)
         except RemoteError as e:
-            if not (e.transient and name) or self.stop.is_set():
+            if not (e.transient and name) or self.stopping():
                 raise
             first = e
         else:

@@ -33,6 +33,13 @@ class Outcome:
     attempts: int
     stdout: bytes = b""
     stderr: bytes = b""
+    worker: str = ""  # the server's name for the worker that ran it, if it says
+
+    @property
+    def where(self) -> str:
+        """'grpc://10.0.0.2:8980', or with the server's worker name
+        'grpc://10.0.0.2:8980 (worker w1)'."""
+        return self.endpoint.name + (f" (worker {self.worker})" if self.worker else "")
 
 
 class JobFailed(Exception):
@@ -51,9 +58,9 @@ class JobFailed(Exception):
 class Pool:
     """Which endpoint runs the next action: least busy, not in back-off."""
 
-    def __init__(self, endpoints: list[Endpoint], stop: threading.Event):
+    def __init__(self, endpoints: list[Endpoint], stopping):
         self.endpoints = endpoints
-        self.stop = stop
+        self.stopping = stopping  # () -> whether the run stops or the caller's job is cancelled
         self.cond = threading.Condition()
 
     def by_load(self) -> list[Endpoint]:
@@ -66,7 +73,7 @@ class Pool:
     def acquire(self, avoid: Endpoint | None) -> Endpoint:
         with self.cond:
             while True:
-                if self.stop.is_set():
+                if self.stopping():
                     raise Stopped()
                 able = [e for e in self.endpoints if not e.known or e.exec_enabled]
                 if not able:
@@ -104,15 +111,27 @@ class Pool:
             e.failures = 0
 
 
+def _quiet(*args) -> None:
+    pass
+
+
 class JobRunner:
+    """Runs jobs (run(), on a job thread). started(plan, endpoint, attempt)
+    is called when an attempt goes to an endpoint, retrying(plan, error,
+    attempt, endpoint) when one failed and the job runs again: both from
+    the job's thread."""
+
     def __init__(self, session: Session, pool: Pool, retries: int,
-                 skip_cache_lookup: bool, exec_timeout: float | None, note):
+                 skip_cache_lookup: bool, exec_timeout: float | None, note,
+                 started=_quiet, retrying=_quiet):
         self.session = session
         self.pool = pool
         self.retries = retries
         self.skip_cache_lookup = skip_cache_lookup
         self.exec_timeout = exec_timeout
         self.note = note  # verbose note, thread-safe
+        self.started = started
+        self.retrying = retrying
         self.lock = threading.Lock()
         self.retried = 0
 
@@ -134,6 +153,7 @@ class JobRunner:
                 last = getattr(e, "endpoint", None)
                 with self.lock:
                     self.retried += 1
+                self.retrying(plan, e, attempt, last)
                 self.note(f"job {job.index}: {e}; retrying ({attempt} of "
                           f"{self.retries + 1} attempts made)")
             except OSError as e:
@@ -147,6 +167,7 @@ class JobRunner:
             if hit:
                 return hit
         ep = self.pool.acquire(last)
+        self.started(plan, ep, attempt)
         try:
             try:
                 s.capabilities(ep)
@@ -176,7 +197,9 @@ class JobRunner:
                     self.pool.failed(ep)
                 raise
             self.pool.succeeded(ep)
-            return Outcome(ep, resp.cached_result, attempt, stdout, stderr)
+            meta = getattr(result, "execution_metadata", None)
+            return Outcome(ep, resp.cached_result, attempt, stdout, stderr,
+                           getattr(meta, "worker", "") or "")
         finally:
             self.pool.release(ep)
 

@@ -8,7 +8,8 @@ outputs, and every declared output must be there. The files are then
 downloaded into a private staging directory next to the outputs, each
 checked against its size and SHA-256, and only when all are good moved to
 their declared paths, so a failed or refused result leaves nothing behind:
-no half-written object, no file anywhere else.
+no half-written object, no file anywhere else; nor does a job the linker
+cancelled, however late its result comes.
 """
 
 import errno
@@ -19,7 +20,7 @@ import tempfile
 from dtltodist import paths
 
 from .action import Plan
-from .client import RemoteError, Session
+from .client import RemoteError, Session, Stopped
 from .tree import EMPTY, digest_bytes
 
 STAGE_PREFIX = ".dtlto-reapi-stage-"
@@ -37,6 +38,8 @@ def fetch(session: Session, ep, plan: Plan, result) -> None:
     for d in result.output_directories:
         raise _refuse(ep.name, f'output "{d.path}" is a directory, which the job did not ask for')
 
+    if session.stopping():
+        raise Stopped()  # cancelled: not a byte of it is written
     first = next(iter(plan.outputs.values()))
     stage = tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=os.path.dirname(first) or ".")
     try:
@@ -71,8 +74,10 @@ def fetch(session: Session, ep, plan: Plan, result) -> None:
                     out.write(f.contents)
                 else:
                     session.read(ep, digest, out.write, plan.action)
-        for name, (f, dest) in chosen.items():
-            _move(dest, plan.outputs[name])
+        # Not once the linker has cancelled the job (Session.committing).
+        with session.committing():
+            for name, (f, dest) in chosen.items():
+                _move(dest, plan.outputs[name])
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 

@@ -83,6 +83,7 @@ def load(option: str | None = None) -> types.SimpleNamespace:
             bs_grpc=importlib.import_module("google.bytestream.bytestream_pb2_grpc"),
             status=importlib.import_module("google.rpc.status_pb2"),
             ops=importlib.import_module("google.longrunning.operations_pb2"),
+            ops_grpc=importlib.import_module("google.longrunning.operations_pb2_grpc"),
             duration=importlib.import_module("google.protobuf.duration_pb2"),
             directory=directory)
     except ImportError as e:

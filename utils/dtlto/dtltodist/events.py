@@ -145,6 +145,11 @@ class JobFeed:
             except OSError:
                 chunk = b""
             if not chunk:
+                if self._pending.strip():
+                    # The linker writes whole lines: it died writing this one.
+                    self.problems.append((None, "a job record cut short by the end of "
+                                                "the channel (no end of line)"))
+                self._pending = b""
                 self.ended = True
                 break
             self._pending += chunk

@@ -11,7 +11,13 @@ alone, use only the standard library and run on any Python 3.6 or newer.
       command runs in its cwd there, and stdout gets a tar of the outputs
       (only when the command succeeded) followed by .dtlto-control/status.json.
       The directory is removed whatever happens; BASE/dtlto-LINK too once
-      no other job of the link uses it.
+      no other job of the link uses it. The job side holds a lock on its
+      directory until it exits.
+  clean BASE LINK
+      After a link some of whose jobs were stopped (a failure, a job the
+      linker cancelled): waits for each job side of the link still running
+      here to end (for its lock, at most CLEAN_WAIT seconds each), then
+      removes BASE/dtlto-LINK and all in it.
   shared CWD -- ARGV...
       Runs ARGV in CWD (a filesystem the local side shares) and prints the
       status as one line on stdout.
@@ -22,6 +28,7 @@ stdout carries nothing but the protocol; a missing status tells the local
 side that the job never finished here (a lost node or connection).
 """
 
+import fcntl
 import io
 import json
 import os
@@ -34,8 +41,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 
 CONTROL = ".dtlto-control/"
+CLEAN_WAIT = 30
 
 
 def node_name():
@@ -136,6 +145,10 @@ def make_workdir(linkdir):
 def stream(base, link):
     linkdir = os.path.join(base, "dtlto-" + link)
     work = make_workdir(linkdir)
+    # Held until we exit (the descriptor is not inherited): `clean` waits
+    # for it.
+    lock = os.open(work, os.O_RDONLY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         try:
             spec = unpack(sys.stdin.buffer, work)
@@ -170,6 +183,33 @@ def stream(base, link):
             pass
 
 
+def clean(base, link):
+    linkdir = os.path.join(base, "dtlto-" + link)
+    try:
+        names = os.listdir(linkdir)
+    except OSError:
+        return 0  # nothing left: every job side removed it
+    for name in names:
+        try:
+            fd = os.open(os.path.join(linkdir, name), os.O_RDONLY)
+        except OSError:
+            continue  # its job side removed it meanwhile
+        try:
+            deadline = time.monotonic() + CLEAN_WAIT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break  # a job side that will not end: remove its files anyway
+                    time.sleep(0.05)
+        finally:
+            os.close(fd)
+    shutil.rmtree(linkdir, ignore_errors=True)
+    return 0
+
+
 def shared(cwd, args):
     try:
         os.chdir(cwd)
@@ -190,6 +230,8 @@ def main(argv):
         signal.signal(signo, lambda s, f: sys.exit(128 + s))
     if len(argv) == 3 and argv[0] == "stream":
         return stream(argv[1], argv[2])
+    if len(argv) == 3 and argv[0] == "clean":
+        return clean(argv[1], argv[2])
     if len(argv) >= 4 and argv[0] == "shared" and argv[2] == "--":
         return shared(argv[1], argv[3:])
     sys.stderr.write("dtlto job side: bad arguments {!r}\n".format(argv))

@@ -15,6 +15,7 @@ works there too.
 """
 
 import contextlib
+import dataclasses
 import os
 import select
 import signal
@@ -29,7 +30,7 @@ from typing import Callable
 
 from .jobserver import JobServer
 from .events import JobFeed
-from .manifest import Job, dispatch_order
+from .manifest import Job, Manifest, dispatch_order
 from .report import EXIT_JOB_FAILED, EXIT_OK, Reporter, exit_code_for_signal, plural
 
 try:
@@ -87,6 +88,14 @@ def never_retry(job: Job, result: JobResult) -> bool:
 # turn a transport failure into a .problem.
 StdinHook = Callable[[Job], "str | None"]
 CollectHook = Callable[[JobResult], None]
+# Streaming (see Runner): worker(job), called once command(job) has chosen
+# where the attempt runs, names that place for the job's started event
+# (default: this machine); cancel(job) is called once a running job the
+# linker cancelled has been killed, without collect(): its outputs are not
+# wanted, and the engine frees what it holds for it and stops what still
+# runs for it elsewhere.
+WorkerHook = Callable[[Job], "str | None"]
+CancelHook = Callable[[Job], None]
 
 
 def output_problem(path: str) -> str:
@@ -331,6 +340,30 @@ def take_feed(feed: JobFeed, reporter: Reporter, jobs: list[Job]):
     return new, cancels
 
 
+def whole_manifest(m: Manifest, feed: JobFeed, reporter: Reporter) -> Manifest:
+    """Streaming, for a mode that must see every job before it runs any:
+    m with every job the linker sends, until its end, but those it cancels
+    meanwhile (each answered cancelled), to run as a one-shot manifest. A
+    stop signal while it waits ends the distributor (no job runs yet).
+    Main thread only."""
+    jobs: list[Job] = []
+    received: list[int] = []
+    with stop_signals_to(lambda signo, frame: received.append(signo)) as wake_fd:
+        poller = select.poll()
+        poller.register(wake_fd, select.POLLIN)
+        poller.register(feed.fileno(), select.POLLIN)
+        while not received:
+            _, cancels = take_feed(feed, reporter, jobs)
+            for job in [j for j in jobs if j.index in cancels]:
+                drop_cancelled(reporter, jobs, job)
+            if feed.ended:
+                return dataclasses.replace(m, jobs=jobs, streaming=False)
+            poller.poll()
+    reporter.error(f"interrupted by {signal.Signals(received[0]).name} while the "
+                   "linker was still sending jobs")
+    sys.exit(exit_code_for_signal(received[0]))
+
+
 def drop_cancelled(reporter: Reporter, jobs: list[Job], job: Job) -> None:
     """A job the linker cancelled is no longer ours to run or to check."""
     jobs.remove(job)
@@ -346,7 +379,9 @@ class Runner:
     messages instead of the one started (e.g. without an inline program).
     Jobs it stops get SIGTERM and, `grace` seconds later, SIGKILL; an engine
     whose launcher turns SIGTERM into a SIGKILL of the remote job (srun)
-    gives grace=0 and stops the remote jobs its own way.
+    gives grace=0 and stops the remote jobs its own way. Streaming, the
+    worker and cancel hooks (see WorkerHook) name where each job runs and
+    stop what a cancelled job left running elsewhere.
     """
 
     def __init__(self, reporter: Reporter, slots: Slots,
@@ -354,7 +389,8 @@ class Runner:
                  retry: RetryHook = never_retry, stdin: StdinHook | None = None,
                  collect: CollectHook | None = None,
                  shown: Callable[[Job, list[str]], list[str]] | None = None,
-                 grace: float | None = None):
+                 grace: float | None = None, worker: WorkerHook | None = None,
+                 cancel: CancelHook | None = None):
         self.reporter = reporter
         self.slots = slots
         self.command = command
@@ -363,6 +399,8 @@ class Runner:
         self.collect = collect
         self.shown = shown or (lambda job, argv: argv)
         self.grace = STOP_GRACE if grace is None else grace
+        self.worker = worker or (lambda job: None)
+        self.cancel = cancel or (lambda job: None)
         self.failure: JobResult | None = None
         self._signal = 0
 
@@ -415,18 +453,19 @@ class Runner:
                 pending.remove(entry)
                 drop_cancelled(self.reporter, jobs, entry[0])
             for pid, r in [(p, r) for p, r in running.items() if r.job.index == job_id]:
-                r.kill()
+                stop_groups([r.proc], self.grace)
                 r.proc.wait()
                 r.result()
                 del running[pid]
                 self.slots.shrink_to(len(running))
+                self.cancel(r.job)
                 drop_cancelled(self.reporter, jobs, r.job)
 
     def _launch(self, pending, running) -> None:
         while pending and self.slots.try_grow(len(running)):
             job, attempt = pending.popleft()
             argv = self.command(job)
-            self.reporter.started(job, self.shown(job, argv))
+            self.reporter.started(job, self.shown(job, argv), self.worker(job))
             try:
                 stdin_path = self.stdin(job) if self.stdin else None
             except OSError as e:

@@ -60,3 +60,21 @@ refusals() {
   done
   echo "escaped.o: $(ls "$FARM_STATE/escaped.o" 2>/dev/null || echo none)" >> "$log"
 }
+
+# hold_cc: writes $FARM_STATE/hold-cc, a compiler that never compiles: it
+# notes that it runs ($FARM_STATE/held/<host>.<pid>) and waits for a file
+# that never comes, until it is killed. A job it runs is held until the
+# linker cancels it.
+hold_cc() {
+  mkdir -p "$FARM_STATE/held"
+  chmod 1777 "$FARM_STATE/held"
+  printf '#!/bin/sh\ntouch "%s/held/$(hostname).$$" 2>/dev/null\nwhile [ ! -e "%s/never" ]; do sleep 0.05; done\n' \
+    "$FARM_STATE" "$FARM_STATE" > "$FARM_STATE/hold-cc"
+  chmod 755 "$FARM_STATE/hold-cc"
+}
+
+# leftovers: what the links left in this directory besides their outputs
+# and logs (temporary files of the engine or of a distributor), one a line.
+leftovers() {
+  ls -A | grep -E 'native|thinlto|dist-file|\.dtlto|dtlto-' || echo none
+}
