@@ -44,9 +44,9 @@ struct BackendConfigHeader {
 llvm::Expected<BackendConfigHeader> readBackendConfig(llvm::StringRef Path,
                                                       llvm::lto::Config &Conf);
 /// The same from a configuration in memory; Name names it in errors.
-llvm::Expected<BackendConfigHeader>
-parseBackendConfig(llvm::StringRef Name, llvm::StringRef Text,
-                   llvm::lto::Config &Conf);
+llvm::Expected<BackendConfigHeader> parseBackendConfig(llvm::StringRef Name,
+                                                       llvm::StringRef Text,
+                                                       llvm::lto::Config &Conf);
 
 } // namespace dtlto
 

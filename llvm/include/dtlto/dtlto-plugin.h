@@ -161,7 +161,8 @@ typedef struct dtlto_plugin {
   const char *name;     /* for messages, e.g. "local" */
   /* Starts a session for one link. `args` are the distributor arguments
    * the linker was given (--thinlto-distributor-arg=). Returns the
-   * session, or NULL after writing a one-line reason into error[0..error_size). */
+   * session, or NULL after writing a one-line reason into error[0..error_size).
+   */
   void *(*open)(const dtlto_link *link, const dtlto_engine *engine,
                 const char *const *args, size_t num_args, char *error,
                 size_t error_size);

@@ -423,8 +423,8 @@ DistributorProcess::DistributorProcess(std::unique_ptr<Impl> I)
 
 Expected<std::unique_ptr<DistributorProcess>>
 DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
-                          StringRef ManifestPath, bool Streaming,
-                          bool Payloads, EventFn OnEvent, ExitFn OnExit) {
+                          StringRef ManifestPath, bool Streaming, bool Payloads,
+                          EventFn OnEvent, ExitFn OnExit) {
   auto I = std::make_unique<Impl>();
   I->Payloads = Payloads;
   I->Program = Program.str();
@@ -583,17 +583,17 @@ Error DistributorProcess::exitStatus() {
                            ? std::string("running its jobs")
                            : "running the jobs of '" + I->ManifestPath + "'";
   if (WIFEXITED(Status))
-    return createStringError(
-        inconvertibleErrorCode(),
-        "the DTLTO distributor '" + I->Name + "' failed with exit code " +
-            Twine(WEXITSTATUS(Status)) + " " + OfWhat +
-            "; its own messages above say why");
+    return createStringError(inconvertibleErrorCode(),
+                             "the DTLTO distributor '" + I->Name +
+                                 "' failed with exit code " +
+                                 Twine(WEXITSTATUS(Status)) + " " + OfWhat +
+                                 "; its own messages above say why");
   // A process killed by a signal had no chance to say anything.
   return createStringError(
       inconvertibleErrorCode(),
       "the DTLTO distributor '" + I->Name + "' was killed by signal " +
-          Twine(WTERMSIG(Status)) + " (" + strsignal(WTERMSIG(Status)) +
-          ") " + OfWhat + " (out of memory, or stopped from outside?)");
+          Twine(WTERMSIG(Status)) + " (" + strsignal(WTERMSIG(Status)) + ") " +
+          OfWhat + " (out of memory, or stopped from outside?)");
 }
 
 std::optional<int> DistributorProcess::exitCode() {

@@ -377,11 +377,10 @@ Error OutOfProcessBackend::checkSettings() {
   if (!Mode)
     return Mode.takeError();
   // A plugin always streams: the host speaks nothing else.
-  Streaming =
-      Plugin ||
-      (!Compat && (*Mode == StreamMode::On ||
-                   (*Mode == StreamMode::Auto &&
-                    speaksStreamProtocol(*DistributorPath, FarmArgs))));
+  Streaming = Plugin ||
+              (!Compat && (*Mode == StreamMode::On ||
+                           (*Mode == StreamMode::Auto &&
+                            speaksStreamProtocol(*DistributorPath, FarmArgs))));
   Expected<unsigned> Local = localJobs();
   if (!Local)
     return Local.takeError();
@@ -580,8 +579,8 @@ OutOfProcessBackend::loadObject(const JobState &State,
   if (Plugin) {
     // The object came in memory, or not at all: a plugin leaves no files.
     if (!Payload)
-      return makeError(farmName() + " returned no object for '" +
-                       J.ModuleID + "'");
+      return makeError(farmName() + " returned no object for '" + J.ModuleID +
+                       "'");
     std::unique_ptr<MemoryBuffer> Obj = MemoryBuffer::getMemBufferCopy(
         *Payload, J.ModuleID + " (object from the plugin)");
     if (Error E = checkObject(*Obj, TT, State.RequiredSymbols))
@@ -773,9 +772,7 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
   FarmStart = Clock::now();
   Expected<std::unique_ptr<DistributorProcess>> P = DistributorProcess::start(
       *DistributorPath, FarmArgs, Manifest, Stream, /*Payloads=*/bool(Plugin),
-      [this](StringRef Line, StringRef Payload) {
-        onEventLine(Line, Payload);
-      },
+      [this](StringRef Line, StringRef Payload) { onEventLine(Line, Payload); },
       [this] {
         {
           std::lock_guard<std::mutex> Lock(Mu);
@@ -951,11 +948,11 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
       for (char &C : Shown)
         if (!isPrint(C))
           C = '?';
-      EventChannelProblem =
-          "ignored a line of the DTLTO event channel of '" +
-          distributorShortName(S.Distributor, FarmArgs) + "', '" +
-          Shown + (Line.size() > 80 ? "...'" : "'") + ": " + Why +
-          " (docs/manifest.md, \"The event channel\")";
+      EventChannelProblem = "ignored a line of the DTLTO event channel of '" +
+                            distributorShortName(S.Distributor, FarmArgs) +
+                            "', '" + Shown + (Line.size() > 80 ? "...'" : "'") +
+                            ": " + Why +
+                            " (docs/manifest.md, \"The event channel\")";
     }
     return;
   }
@@ -970,8 +967,7 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
     if (!E->Retry && !State.finished()) {
       State.FarmGaveUp = true;
       State.FallbackReason = (Plugin ? farmName() : "the DTLTO distributor") +
-                             " failed the job for '" +
-                             State.J.ModuleID + "'" +
+                             " failed the job for '" + State.J.ModuleID + "'" +
                              (E->Reason.empty() ? "" : ": " + E->Reason);
     }
     break;
@@ -1213,11 +1209,10 @@ Error OutOfProcessBackend::runJobs() {
         Lock.unlock();
         Farm->stop();
         Lock.lock();
-        DistributorError =
-            makeError(farmName() + " did not finish within " +
-                      Twine(TimeoutSeconds) +
-                      " s (-mllvm -dtlto-distributor-timeout / "
-                      "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
+        DistributorError = makeError(
+            farmName() + " did not finish within " + Twine(TimeoutSeconds) +
+            " s (-mllvm -dtlto-distributor-timeout / "
+            "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
         StoppedByUs = true;
         break;
       }
@@ -1243,13 +1238,13 @@ Error OutOfProcessBackend::runJobs() {
       // A plugin's crash is its host's: say so in the plugin's name.
       if (Plugin && !StoppedByUs && DistributorError && !P->exitCode()) {
         consumeError(std::move(DistributorError));
-        DistributorError = makeError(
-            farmName() + " crashed (its host process " +
-            (P->exitSignal() ? "was killed by signal " +
-                                   Twine(*P->exitSignal()) + ", " +
-                                   strsignal(*P->exitSignal())
-                             : Twine("was lost")) +
-            "); the linker is unharmed");
+        DistributorError =
+            makeError(farmName() + " crashed (its host process " +
+                      (P->exitSignal()
+                           ? "was killed by signal " + Twine(*P->exitSignal()) +
+                                 ", " + strsignal(*P->exitSignal())
+                           : Twine("was lost")) +
+                      "); the linker is unharmed");
       }
       // A plugin that cannot be loaded is a setting to fix, not a farm
       // that failed: the host said why, and the link stops.
@@ -1314,8 +1309,7 @@ Error OutOfProcessBackend::runJobs() {
   // not speak the protocol at all (it got a manifest without jobs): one
   // warning says so, rather than one per job.
   bool Unheard = !Failed && Streaming && !Plugin && !EventsSeen &&
-                 !Handed.empty() &&
-                 none_of(Pending, [](const JobState *S) {
+                 !Handed.empty() && none_of(Pending, [](const JobState *S) {
                    return S->From == Source::Farm;
                  });
   std::string UnheardWhy;

@@ -36,9 +36,9 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cerrno>
@@ -59,12 +59,15 @@ static const char *const Usage =
     "       dtlto-backend --memory\n"
     "\n"
     "Runs ThinLTO backend jobs exactly as in-process ThinLTO runs them in the\n"
-    "linker. The engine writes --config and --combined-index once per link and\n"
+    "linker. The engine writes --config and --combined-index once per link "
+    "and\n"
     "lists both in the manifest's common.inputs. With --batch, each line of\n"
-    "stdin is one job's arguments as a JSON array of strings; each job gets one\n"
+    "stdin is one job's arguments as a JSON array of strings; each job gets "
+    "one\n"
     "line on stdout, {\"ok\":true} or {\"ok\":false,\"error\":\"...\"}.\n"
     "Without --config and --combined-index it runs the one job of a bundle\n"
-    "(what distcc and icecream send, see docs/bundle.md) and writes its object\n"
+    "(what distcc and icecream send, see docs/bundle.md) and writes its "
+    "object\n"
     "to -o; other options, which those daemons add, are ignored.\n"
     "With --memory it is a worker of the local distributor plugin: the link\n"
     "and its jobs come on stdin and the objects go to stdout, no file is\n"
@@ -244,7 +247,6 @@ static int runBatch(Link &L) {
   return 0;
 }
 
-
 // Sets up what every job of the link shares, in two steps: the
 // configuration (Text, named ConfigName in errors), the -mllvm options in it
 // and the targets; then the combined index.
@@ -288,7 +290,6 @@ static Error loadIndex(Link &L, MemoryBufferRef IndexBuffer) {
   L.Index->collectDefinedGVSummariesPerModule(L.DefinedPerModule);
   return Error::success();
 }
-
 
 //===----------------------------------------------------------------------===//
 // Memory mode: the worker of the local plugin (docs/plugins.md)
@@ -406,12 +407,12 @@ static int runMemoryWorker() {
       std::unique_ptr<ModuleFile> &MF = L.Files[Files[I].first];
       if (MF)
         continue;
-      auto Buf = MemoryBuffer::getMemBufferCopy(Files[I].second,
-                                                Files[I].first);
+      auto Buf =
+          MemoryBuffer::getMemBufferCopy(Files[I].second, Files[I].first);
       Expected<BitcodeModule> BM = lto::findThinLTOModule(*Buf);
       if (!BM) {
-        E = fail("'" + Files[I].first + "' holds no ThinLTO module: " +
-                 toString(BM.takeError()));
+        E = fail("'" + Files[I].first +
+                 "' holds no ThinLTO module: " + toString(BM.takeError()));
         L.Files.erase(Files[I].first);
         break;
       }
@@ -420,8 +421,8 @@ static int runMemoryWorker() {
     SmallString<0> Object;
     if (!E) {
       Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
-          getModuleSummaryIndex(MemoryBufferRef(Files[1].second,
-                                                Files[1].first));
+          getModuleSummaryIndex(
+              MemoryBufferRef(Files[1].second, Files[1].first));
       if (!Shard)
         E = fail("cannot read the index shard '" + Files[1].first +
                  "': " + toString(Shard.takeError()));
@@ -456,8 +457,8 @@ static int die(Error E) {
 // there instead of to its -o (a bundle's job writes where its daemon says).
 static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
   if (Inv.ConfigPath.empty() || Inv.IndexPath.empty())
-    return die(fail("--config= and --combined-index= are required\n" +
-                    Twine(Usage)));
+    return die(
+        fail("--config= and --combined-index= are required\n" + Twine(Usage)));
 
   Link L;
   ErrorOr<std::unique_ptr<MemoryBuffer>> Config =

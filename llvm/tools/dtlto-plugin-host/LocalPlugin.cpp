@@ -143,8 +143,8 @@ bool Session::start(Worker &W, std::string &Error) {
   posix_spawn_file_actions_adddup2(&Actions, FromChild[1], 1);
   std::string Arg0 = Backend, Arg1 = "--memory";
   char *Argv[] = {Arg0.data(), Arg1.data(), nullptr};
-  int Err = posix_spawn(&W.Pid, Backend.c_str(), &Actions, nullptr, Argv,
-                        environ);
+  int Err =
+      posix_spawn(&W.Pid, Backend.c_str(), &Actions, nullptr, Argv, environ);
   posix_spawn_file_actions_destroy(&Actions);
   close(ToChild[0]);
   close(FromChild[1]);
@@ -159,9 +159,8 @@ bool Session::start(Worker &W, std::string &Error) {
   W.Out = FromChild[0];
   std::string Head;
   raw_string_ostream OS(Head);
-  OS << json::Value(json::Object{
-            {"config", int64_t(Link->backend_config.size)},
-            {"index", int64_t(Link->combined_index.size)}})
+  OS << json::Value(json::Object{{"config", int64_t(Link->backend_config.size)},
+                                 {"index", int64_t(Link->combined_index.size)}})
      << "\n";
   StringRef Config(static_cast<const char *>(Link->backend_config.data),
                    Link->backend_config.size);
@@ -179,16 +178,17 @@ bool Session::runJob(Worker &W, const dtlto_job &J, std::string &Object,
                      std::string &Error, bool &Broken) {
   json::Array Inputs;
   for (size_t I = 0; I < J.num_inputs; ++I)
-    Inputs.push_back(json::Object{{"name", J.inputs[I].name},
-                                  {"size", int64_t(J.inputs[I].contents.size)}});
+    Inputs.push_back(
+        json::Object{{"name", J.inputs[I].name},
+                     {"size", int64_t(J.inputs[I].contents.size)}});
   std::string Head;
   raw_string_ostream OS(Head);
   OS << json::Value(json::Object{{"inputs", std::move(Inputs)}}) << "\n";
   bool Sent = writeAll(W.In, Head);
   for (size_t I = 0; Sent && I < J.num_inputs; ++I)
-    Sent = writeAll(W.In, StringRef(static_cast<const char *>(
-                                        J.inputs[I].contents.data),
-                                    J.inputs[I].contents.size));
+    Sent = writeAll(
+        W.In, StringRef(static_cast<const char *>(J.inputs[I].contents.data),
+                        J.inputs[I].contents.size));
   std::string Reply;
   if (!Sent || !W.line(Reply)) {
     Broken = true;
@@ -226,11 +226,11 @@ void Session::runSlot(unsigned K) {
       Changed.wait(Lock, [&] { return Stopping || !Queue.empty(); });
       if (Stopping)
         break;
-      auto Largest = std::max_element(
-          Queue.begin(), Queue.end(),
-          [](const dtlto_job *A, const dtlto_job *B) {
-            return A->input_bytes < B->input_bytes;
-          });
+      auto Largest =
+          std::max_element(Queue.begin(), Queue.end(),
+                           [](const dtlto_job *A, const dtlto_job *B) {
+                             return A->input_bytes < B->input_bytes;
+                           });
       J = *Largest;
       Queue.erase(Largest);
     }
@@ -344,9 +344,14 @@ void closeLocal(void *Ptr) {
   delete S;
 }
 
-const dtlto_plugin LocalPlugin = {
-    DTLTO_PLUGIN_ABI_VERSION, 0,        "local",  openLocal,
-    submitLocal,              cancelLocal, endLocal, closeLocal};
+const dtlto_plugin LocalPlugin = {DTLTO_PLUGIN_ABI_VERSION,
+                                  0,
+                                  "local",
+                                  openLocal,
+                                  submitLocal,
+                                  cancelLocal,
+                                  endLocal,
+                                  closeLocal};
 
 } // namespace
 

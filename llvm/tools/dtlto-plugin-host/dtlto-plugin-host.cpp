@@ -236,8 +236,8 @@ void Host::load(StringRef Spec) {
     void *Handle = dlopen(PluginName.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!Handle)
       die(PluginLoadFailedExitCode,
-          "cannot load the DTLTO distributor plugin '" + Spec + "': " +
-              dlerror() +
+          "cannot load the DTLTO distributor plugin '" + Spec +
+              "': " + dlerror() +
               "; check that the libraries it needs are installed (ldd)");
     Entry = reinterpret_cast<dtlto_plugin_entry_fn>(
         dlsym(Handle, DTLTO_PLUGIN_ENTRY_SYMBOL));
@@ -351,8 +351,7 @@ void Host::openSession(const json::Object &O, std::string Payload) {
           die(1, "cannot write '" + (*N)[I].getAsString().value_or("") +
                      "' for the plugin");
 
-  Engine = {this,      onAccepted,  onStarted, onDone,
-            onFailed,  onCancelled, onLog};
+  Engine = {this, onAccepted, onStarted, onDone, onFailed, onCancelled, onLog};
   char Err[1024] = "";
   Session = Plugin->open(&Link, &Engine, PluginArgs.data(), PluginArgs.size(),
                          Err, sizeof(Err));
