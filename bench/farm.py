@@ -20,7 +20,8 @@ compile, sleeps --straggler - 1 times as long as the compile took.
 
 Modes (alternating run by run):
   oneshot   the whole manifest once every shard is written (DTLTO_STREAM=0)
-  stream    each job as its shard is ready (ssh.py declares the protocol)
+  stream    each job as its shard is ready (ssh.py declares the protocol),
+            no local slot (DTLTO_LOCAL_JOBS=0: the engine's default is one)
   local     streaming, and one job at a time in the linker
             (DTLTO_LOCAL_JOBS=1, DTLTO_HEDGE=0)
   hedge     as local, and stragglers hedged (DTLTO_HEDGE=3)
@@ -56,8 +57,8 @@ HOSTS_PY = os.path.join(ROOT, "test", "distributors", "ssh", "Inputs", "hosts.py
 SSH_PY = os.path.join(ROOT, "distributors", "ssh", "ssh.py")
 RELAY = os.path.join(HERE, "benchlib", "delayrelay.py")
 MODES = {
-    "oneshot": {"DTLTO_STREAM": "0"},
-    "stream": {"DTLTO_STREAM": "auto"},
+    "oneshot": {"DTLTO_STREAM": "0", "DTLTO_LOCAL_JOBS": "0"},
+    "stream": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "0"},
     "local": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "1", "DTLTO_HEDGE": "0"},
     "hedge": {"DTLTO_STREAM": "auto", "DTLTO_LOCAL_JOBS": "1", "DTLTO_HEDGE": "3"},
 }
@@ -123,19 +124,20 @@ def with_output(args, path):
 
 
 def longest_job(manifest_path, cwd):
-    """The longest job of a kept manifest, compiled alone here."""
+    """The longest job of a kept manifest and the sum of all, each compiled
+    alone here."""
     with open(manifest_path) as f:
         m = json.load(f)
     common = m["common"]["args"]
-    worst = 0.0
+    times = []
     with tempfile.TemporaryDirectory() as d:
         for job in m["jobs"]:
             args = list(job["args"])
             args[args.index("-o") + 1] = os.path.join(d, "o.o")
             start = time.monotonic()
             subprocess.run(common + args, cwd=cwd, check=True)
-            worst = max(worst, time.monotonic() - start)
-    return worst, len(m["jobs"])
+            times.append(time.monotonic() - start)
+    return max(times), sum(times), len(times)
 
 
 def inside(cfg):
@@ -167,14 +169,20 @@ def inside(cfg):
            f"--identity={os.environ['FARM_KEY']}",
            f"--known-hosts={os.environ['FARM_KNOWN_HOSTS']}",
            "--strict-host-key-checking=yes", "--remote-python=/usr/bin/python3",
-           f"--remote-dir={remote}", "--quiet"]
+           f"--remote-dir={remote}"]
     ssh += [f"--host={os.environ[f'FARM_H{i}']}:{cfg['slots']}" for i in range(1, n + 1)]
-    work = cfg["work"]
+    # The links' outputs, and so the member copies and shards beside them,
+    # go below the link's directory under relative names: the hosts do not
+    # have absolute paths of this machine (ssh.py refuses them).
+    work = f".dtlto-farm-{os.getpid()}"
+    os.mkdir(os.path.join(cfg["cwd"], work))
     dist = [f"--thinlto-distributor={sys.executable}", f"--thinlto-distributor-arg={SSH_PY}"]
     dist += [f"--thinlto-distributor-arg={a}" for a in ssh]
     dist += [f"--thinlto-remote-compiler={cc}", "--thinlto-jobs=2"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DTLTO_")}
-    env["DTLTO_VERBOSE"] = "1"
+    # A job the farm failed must fail the run: compiled in the linker, it
+    # would be measured as if the farm had run it.
+    env.update(DTLTO_VERBOSE="1", DTLTO_LOCAL_FALLBACK="0")
 
     def link(mode, out, extra=()):
         argv = [cfg["ld"]] + with_output(cfg["args"], out) + dist + list(extra)
@@ -185,22 +193,31 @@ def inside(cfg):
         if r.returncode:
             raise SystemExit(f"{mode} link failed:\n{r.stderr[-3000:]}")
         summary = [ln for ln in r.stderr.splitlines() if ln.startswith("dtlto:")]
-        same = subprocess.run(["cmp", "-s", out, cfg["reference"]]).returncode == 0
+        same = subprocess.run(["cmp", "-s", out, cfg["reference"]],
+                              cwd=cfg["cwd"]).returncode == 0
         return {"wall_s": round(wall, 3), "summary": summary[-1] if summary else "",
                 "streamed": "(streaming" in (summary[-1] if summary else ""),
                 "identical": same}
 
-    # The bound's parts: the oneshot link's phases, and its longest job.
+    try:
+        return measure(cfg, link, work)
+    finally:
+        shutil.rmtree(os.path.join(cfg["cwd"], work), ignore_errors=True)
+
+
+def measure(cfg, link, work):
+    """The bound's parts (a oneshot link's phases, its longest job), then
+    every mode, alternating."""
+    cwd = cfg["cwd"]
     keep = os.path.join(work, "keep")
-    os.makedirs(keep, exist_ok=True)
-    link("oneshot", os.path.join(keep, "prog"),
-         ["--save-temps", "--time-trace"])
-    split = trace.phases(os.path.join(keep, "prog.time-trace"))
+    os.makedirs(os.path.join(cwd, keep))
+    link("oneshot", os.path.join(keep, "prog"), ["--save-temps", "--time-trace"])
+    split = trace.phases(os.path.join(cwd, keep, "prog.time-trace"))
     before = split["inputs"] + split["thin_link"] + split["shards"]
     after = split["after"] + split["final_link"]
-    manifest = next(os.path.join(keep, n) for n in os.listdir(keep)
+    manifest = next(os.path.join(cwd, keep, n) for n in os.listdir(os.path.join(cwd, keep))
                     if n.endswith(".dist-file.json"))
-    worst, jobs = longest_job(manifest, cfg["cwd"])
+    worst, work_s, jobs = longest_job(manifest, cwd)
     runs = {m: [] for m in cfg["modes"]}
     for r in range(cfg["runs"]):
         for mode in cfg["modes"]:
@@ -208,8 +225,12 @@ def inside(cfg):
             runs[mode].append(result)
             print(f"farm: run {r + 1} {mode}: {result['wall_s']:.2f} s"
                   f"{'' if result['identical'] else ' DIFFERENT'}", file=sys.stderr)
+    # The farm's width is the machine's cores (every host shares them), or
+    # fewer hosts' slots: no policy makes the jobs' work take less.
+    width = min(cfg["hosts"] * cfg["slots"], os.cpu_count() or 1)
     return {"jobs": jobs, "before_s": before, "after_s": after, "longest_job_s": worst,
-            "bound_s": before + worst + after, "runs": runs}
+            "bound_s": before + worst + after, "work_s": work_s, "width": width,
+            "capacity_bound_s": before + max(worst, work_s / width) + after, "runs": runs}
 
 
 def markdown(cfg, res):
@@ -219,9 +240,11 @@ def markdown(cfg, res):
              f"linker, host h{cfg['hosts']} {cfg['straggler']}x slower. Bound "
              f"{res['bound_s']:.2f} s = {res['before_s']:.2f} s before the first job + "
              f"{res['longest_job_s']:.2f} s longest job + {res['after_s']:.2f} s after the "
-             "last object.", "",
-             "| mode | wall s (median, range) | / bound | / oneshot | streamed | identical |",
-             "|---|---|---|---|---|---|"]
+             f"last object. The jobs' work is {res['work_s']:.2f} s; on {res['width']} cores "
+             f"no policy beats {res['capacity_bound_s']:.2f} s (the capacity bound).", "",
+             "| mode | wall s (median, range) | / bound | / capacity bound | / oneshot | "
+             "streamed | identical |",
+             "|---|---|---|---|---|---|---|"]
     base = statistics.median(r["wall_s"] for r in res["runs"].get("oneshot", [])) \
         if res["runs"].get("oneshot") else None
     for mode, runs in res["runs"].items():
@@ -229,7 +252,8 @@ def markdown(cfg, res):
         med = statistics.median(walls)
         vs_base = f"{med / base:.2f}" if base else "-"
         lines.append(f"| {mode} | {med:.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
-                     f"{med / res['bound_s']:.2f} | {vs_base} | "
+                     f"{med / res['bound_s']:.2f} | {med / res['capacity_bound_s']:.2f} | "
+                     f"{vs_base} | "
                      f"{'yes' if all(r['streamed'] for r in runs) else 'no'} | "
                      f"{'yes' if all(r['identical'] for r in runs) else 'NO'} |")
     return "\n".join(lines) + "\n"

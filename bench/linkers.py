@@ -100,7 +100,9 @@ def linking(prog, args, extra=()):
 def cases(a, lua):
     """(name, cwd, in-process command, DTLTO command (a function of the
     remote compiler), output name, smoke) each; a command is a function of
-    the output path."""
+    the output path. The lambdas bind the variables they use as defaults:
+    later cases rebind the same names (the wasm DTLTO link once ran with
+    the Mach-O case's arguments)."""
     dist = [a.python, a.local_py, f"--jobs={a.jobs}"]
     args = list(lua["args"])
     out_at = args.index("-o") + 1
@@ -126,7 +128,7 @@ def cases(a, lua):
         driver = [a.clang, "--target=x86_64-w64-mingw32", "-flto=thin", "-fuse-ld=lld",
                   "-Wl,--no-insert-timestamp", f"-Wl,--thinlto-jobs={a.jobs}"] + objs
         found.append(("mingw", a.out, linking(driver[0], driver[1:]),
-                      lambda cc: linking(driver[0], driver[1:],
+                      lambda cc, driver=driver: linking(driver[0], driver[1:],
                                          [f"--ld-path={a.bin}/ld.lld",
                                           f"-fthinlto-distributor={dist[1]}",
                                           f"-Xthinlto-distributor={dist[2]}",
@@ -140,8 +142,8 @@ def cases(a, lua):
         link = ["--no-entry", "--export-all", "--allow-undefined",
                 f"--thinlto-jobs={a.jobs}"] + objs
         found.append(("wasm", a.out, linking(os.path.join(LLVM_BIN, "wasm-ld"), link),
-                      lambda cc: linking(f"{a.bin}/wasm-ld", link,
-                                         plain + [f"--thinlto-remote-compiler={cc}"]),
+                      lambda cc, link=link: linking(f"{a.bin}/wasm-ld", link,
+                                                    plain + [f"--thinlto-remote-compiler={cc}"]),
                       "lua.wasm", None))
     if "macho" in a.linkers:
         resource = subprocess.run([a.clang, "-print-resource-dir"], capture_output=True,
@@ -158,8 +160,8 @@ def cases(a, lua):
                 "-undefined", "dynamic_lookup", "-install_name", "@rpath/liblua.dylib",
                 f"--thinlto-jobs={a.jobs}"] + objs
         found.append(("macho", a.out, linking(os.path.join(LLVM_BIN, "ld64.lld"), link),
-                      lambda cc: linking(f"{a.bin}/ld64.lld", link,
-                                         plain + [f"--thinlto-remote-compiler={cc}"]),
+                      lambda cc, link=link: linking(f"{a.bin}/ld64.lld", link,
+                                                    plain + [f"--thinlto-remote-compiler={cc}"]),
                       "liblua.dylib", None))
     return found
 
@@ -227,7 +229,7 @@ def main(argv=None):
                     shutil.rmtree(d, ignore_errors=True)
                     os.makedirs(d)
                     out = os.path.join(d, output)
-                    r = run_link(make(out), cwd, clean_env(),
+                    r = run_link(make(out), cwd, clean_env({"DTLTO_LOCAL_JOBS": "0"}),
                                  os.path.join(d, "stdout"), os.path.join(d, "stderr"))
                     if r["returncode"] != 0:
                         with open(os.path.join(d, "stderr")) as f:

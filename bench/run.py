@@ -17,9 +17,10 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # keep the source tree clean
 
 from benchlib import BenchError  # noqa: E402
+from benchlib.generate import add_generator_options, generator_options  # noqa: E402
 from benchlib.modes import MODES  # noqa: E402
 from benchlib.prepare import install_packages, prepare  # noqa: E402
-from benchlib.programs import PROGRAMS  # noqa: E402
+from benchlib.programs import KNOWN, PROGRAMS, program  # noqa: E402
 from benchlib.util import log  # noqa: E402
 from benchlib.variants import VARIANTS  # noqa: E402
 
@@ -35,7 +36,9 @@ def parse_args(argv):
         + ".\n\nResults go to OUT/results.json (every run) and OUT/results.md "
         "(the table for docs/performance.md).")
     p.add_argument("--programs", default=",".join(PROGRAMS),
-                   help="comma-separated programs (default: %(default)s)")
+                   help="comma-separated programs (default: %(default)s); "
+                        "gen<N> is a generated program of N modules "
+                        "(bench/benchlib/generate.py, bench/scale.py)")
     p.add_argument("--modes", default=",".join(m.key for m in MODES),
                    help="comma-separated modes (default: %(default)s)")
     p.add_argument("--runs", type=int, default=5, metavar="N",
@@ -84,6 +87,18 @@ def parse_args(argv):
     p.add_argument("--trace-runs", type=int, default=3, metavar="N",
                    help="--time-trace links per mode for the phase split, "
                         "reported as medians; 0 skips them (default: %(default)s)")
+    p.add_argument("--report-dir", metavar="DIR",
+                   help="write the link report of one untimed link per mode of ours "
+                        "(the warm-up link, or one more when there is none) to "
+                        "DIR/<program>-<mode>.html and .json, and its screenshot to "
+                        ".png when chromium is installed (docs/usage.md, 'The link "
+                        "report')")
+    add_generator_options(p)
+    p.add_argument("--probe-runs", type=int, default=0, metavar="N",
+                   help="links per distributed mode whose distributor runs under "
+                        "bench/benchlib/probe.py: bytes each job needs and returns, "
+                        "files the linker writes, manifest size, each job's "
+                        "duration; untimed (default: %(default)s)")
     p.add_argument("--build-only", action="store_true",
                    help="fetch and build the programs, then stop")
     p.add_argument("--report", metavar="JSON",
@@ -95,8 +110,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     args.programs = [x for x in args.programs.split(",") if x]
     for name in args.programs:
-        if name not in PROGRAMS:
-            p.error(f"unknown program '{name}' (known: {', '.join(PROGRAMS)})")
+        if program(name) is None:
+            p.error(f"unknown program '{name}' (known: {KNOWN})")
     keys = {m.key for m in MODES}
     args.modes = [x for x in args.modes.split(",") if x]
     for key in args.modes:
@@ -113,14 +128,17 @@ def parse_args(argv):
     runs_for = {}
     for item in args.runs_for:
         name, _, n = item.partition("=")
-        if name not in PROGRAMS or not n.isdigit() or int(n) < 1:
+        if program(name) is None or not n.isdigit() or int(n) < 1:
             p.error(f"--runs-for wants PROGRAM=N with a known program and N >= 1, "
                     f"not '{item}'")
         runs_for[name] = int(n)
     args.runs_for = runs_for
-    if args.runs < 1 or args.jobs < 1 or args.trace_runs < 0:
-        p.error("--runs and --jobs must be at least 1, --trace-runs at least 0")
+    if args.runs < 1 or args.jobs < 1 or args.trace_runs < 0 or args.probe_runs < 0:
+        p.error("--runs and --jobs must be at least 1, --trace-runs and "
+                "--probe-runs at least 0")
     args.cache = os.path.abspath(args.cache)
+    if args.report_dir:
+        args.report_dir = os.path.abspath(args.report_dir)
     args.out = os.path.abspath(args.out or os.path.join(args.cache, "results"))
     return args
 
@@ -160,7 +178,8 @@ def main(argv=None):
         if args.install_deps:
             install_packages()
         tools = tools_of(args)
-        builds = [prepare(name, args.cache, tools) for name in args.programs]
+        builds = [prepare(name, args.cache, tools, generator_options(args))
+                  for name in args.programs]
         if args.build_only:
             for b in builds:
                 print(f"{b['program']} {b['version']}: (cd {b['cwd']} && "

@@ -48,6 +48,10 @@ for var in list(os.environ):
 # default for users) would hide it by compiling the job in the linker. The
 # tests of the fallback itself turn it on.
 config.environment["DTLTO_LOCAL_FALLBACK"] = "0"
+# Likewise the linker's local slot (on by default for users with a streaming
+# distributor) would take jobs from the distributor under test; the tests of
+# local jobs ask for them, and local-jobs.test checks the default.
+config.environment["DTLTO_LOCAL_JOBS"] = "0"
 
 subst = config.substitutions
 subst.append(("%ld.lld", os.path.join(bindir, "ld.lld")))

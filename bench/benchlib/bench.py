@@ -1,5 +1,6 @@
 """The benchmark loop: modes alternate run by run; outputs are checked."""
 
+import contextlib
 import datetime
 import json
 import os
@@ -8,12 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
-from . import BenchError, elfdiff, report, trace
+from . import BenchError, elfdiff, probe, report, trace
 from .measure import run_link
 from .modes import MODES, NATIVE, OURS, REFERENCE
 from .variants import VARIANTS, write_sample_profile
-from .programs import PROGRAMS, SmokeFailure, smoke_dir
+from .programs import SmokeFailure, program as program_named, smoke_dir
 from .util import clean_env, log
 
 # Names of the temporary files DTLTO leaves next to the output when it does
@@ -98,7 +100,7 @@ class ProgramBench:
 
     def __init__(self, args, ctx, build, modes):
         self.args, self.ctx, self.build, self.modes = args, ctx, build, modes
-        self.program = PROGRAMS[build["program"]]
+        self.program = program_named(build["program"])
         self.cwd = build["cwd"]
         self.base = list(build["args"])
         self.oi = _output_arg(self.base)
@@ -116,15 +118,19 @@ class ProgramBench:
     def output(self, mode):
         return os.path.join(self.cwd, self.orig_out + ".bench-" + mode.key)
 
-    def argv(self, mode, extra=()):
+    def argv(self, mode, extra=(), probe=None):
         args = list(self.base)
         args[self.oi] = self.output(mode)
-        return mode.argv(self.ctx, args) + list(extra)
+        return mode.argv(self.ctx, args, probe) + list(extra)
 
     def env(self, mode):
         # Our engine's local fallback off: a job it compiled in the linker
-        # would be timed as DTLTO (it fails the mode instead).
-        return clean_env({"DTLTO_VERBOSE": "1", "DTLTO_LOCAL_FALLBACK": "0"}
+        # would be timed as DTLTO (it fails the mode instead). No local slot
+        # either (the default with a streaming distributor): ours and stock
+        # get the same distributor and the same width; bench/farm.py
+        # measures local slots.
+        return clean_env({"DTLTO_VERBOSE": "1", "DTLTO_LOCAL_FALLBACK": "0",
+                          "DTLTO_LOCAL_JOBS": "0"}
                          if mode.linker == "ours" else None)
 
     def fail(self, mode, why):
@@ -132,8 +138,17 @@ class ProgramBench:
         self.failed.add(mode.key)
         self.result["modes"][mode.key]["status"] = f"FAIL: {why}"
 
-    def link(self, mode, kind, index, extra=()):
-        """Run one link of mode; record it; return the record or None."""
+    def report_path(self, mode):
+        """Where the link report of mode goes (--report-dir), if anywhere:
+        only our engine writes one."""
+        if not self.args.report_dir or mode.linker != "ours":
+            return None
+        return os.path.join(self.args.report_dir, f"{self.program.name}-{mode.key}.html")
+
+    def link(self, mode, kind, index, extra=(), report=None, probe=None):
+        """Run one link of mode; record it; return the record or None. With
+        report, the link writes its link report there (never a timed run);
+        with probe, its distributor runs under benchlib/probe.py."""
         out = self.output(mode)
         if os.path.exists(out):
             os.remove(out)
@@ -142,11 +157,14 @@ class ProgramBench:
         tag = f"{mode.key}-{kind}{index}"
         stdout = os.path.join(self.logdir, tag + ".out")
         stderr = os.path.join(self.logdir, tag + ".err")
-        argv = self.argv(mode, extra)
+        argv = self.argv(mode, extra, probe)
         # Other work on the machine shows here (the benchmark's own links
         # raise it too).
         load = os.getloadavg()[0]
-        rec = run_link(argv, self.cwd, self.env(mode), stdout, stderr,
+        env = self.env(mode)
+        if report:
+            env["DTLTO_REPORT"] = report
+        rec = run_link(argv, self.cwd, env, stdout, stderr,
                        sample_ms=self.args.sample_ms)
         with open(stderr, errors="replace") as f:
             err_text = f.read()
@@ -212,9 +230,15 @@ class ProgramBench:
         if not self.args.no_warmup:
             for mode in [m for m in order if m.key not in self.failed]:
                 log(f"{name} / {mode.key}: warm-up link")
-                rec = self.link(mode, "warmup", 0)
+                rec = self.link(mode, "warmup", 0, report=self.report_path(mode))
                 if rec:
                     self.check(mode, rec)
+        elif self.args.report_dir:
+            for mode in [m for m in order if m.key not in self.failed and self.report_path(m)]:
+                log(f"{name} / {mode.key}: link for the report")
+                self.link(mode, "report", 0, report=self.report_path(mode))
+        if self.args.report_dir:
+            self.screenshots()
         runs = self.args.runs_for.get(self.program.name, self.args.runs)
         self.result["timed_runs"] = runs
         for i in range(runs):
@@ -229,9 +253,36 @@ class ProgramBench:
                                   "the cache was warm")
         if self.args.trace_runs:
             self.traces()
+        if self.args.probe_runs:
+            self.probes()
         if self.args.variants:
             self.variants()
         return self.result
+
+    def screenshots(self):
+        """Each mode's report rendered to a PNG next to it, by the report's
+        own tool (utils/dtlto/report.py render) in headless chromium."""
+        reports = self.result.setdefault("reports", {})
+        tool = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "utils", "dtlto", "report.py")
+        for mode in self.modes:
+            page = self.report_path(mode)
+            if not page or not os.path.exists(page):
+                continue
+            entry = reports[mode.key] = {"html": page, "json": page[:-5] + ".json"}
+            if not shutil.which("chromium"):
+                continue
+            png = page[:-5] + ".png"
+            r = subprocess.run([sys.executable, tool, "render", page, "--screenshot", png,
+                                "--window", "1400,2600"], capture_output=True, text=True)
+            if r.returncode == 0:
+                entry["png"] = png
+            else:
+                log(f"{self.program.name} / {mode.key}: no screenshot of the report: "
+                    f"{r.stderr.strip()[-300:]}")
+        for key, entry in reports.items():
+            log(f"{self.program.name} / {key}: report {entry['html']}"
+                + (f", screenshot {entry['png']}" if "png" in entry else ""))
 
     def variants(self):
         """Each link-time variant linked in-process, with dtlto-backend and
@@ -279,6 +330,32 @@ class ProgramBench:
                 f"{report.equivalence_text(entry.get(clang.key))}")
 
 
+    def probes(self):
+        """Links whose distributor runs under probe.py: the bytes each job
+        needs and gives back, the files the linker writes, the manifest's
+        size, each job's duration (--timings). Per mode the per-job record
+        is kept in the log directory (the farm model replays it) and
+        summarised in the results."""
+        out = self.result["probes"] = {}
+        for i in range(self.args.probe_runs):
+            for mode in [m for m in self.modes
+                         if m.distributed and not m.warm_cache and m.key not in self.failed]:
+                path = os.path.join(self.logdir, f"{mode.key}-probe{i}.json")
+                timings = path + ".timings"
+                for stale in (path, timings):
+                    if os.path.exists(stale):
+                        os.remove(stale)
+                wrapper = [self.ctx.python or sys.executable, probe.__file__,
+                           "--record", path, "--since", repr(time.time() - 1),
+                           "--timings", timings]
+                rec = self.link(mode, "probe", i,
+                                probe=(wrapper, [f"--timings={timings}"]))
+                if rec and os.path.exists(path):
+                    self.check(mode, rec)
+                    with open(path) as f:
+                        out.setdefault(mode.key, []).append(
+                            probe.summary(json.load(f), path))
+
     def traces(self):
         """--time-trace links, modes alternating; per phase the median."""
         phase_runs, scope_runs = {}, {}
@@ -299,6 +376,27 @@ class ProgramBench:
             k: {name: _medians([r.get(name, {"seconds": 0.0, "count": 0}) for r in v])
                 for name in sorted({n for r in v for n in r})}
             for k, v in scope_runs.items()}
+
+
+@contextlib.contextmanager
+def _exclusive(cwd, name):
+    """One benchmark at a time in a program's link directory. Two harnesses
+    linking the same program there (the cache is shared by everyone on the
+    machine) saw each other's temporary files appear during their links,
+    took them for leftovers and removed them: the other link's shards went
+    missing under its running jobs. The second harness waits."""
+    import fcntl
+    path = os.path.join(cwd, ".dtlto-bench.lock")
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"{name}: another benchmark links in {cwd}; waiting for it")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _medians(dicts):
@@ -343,6 +441,8 @@ def _git_commit(root):
 
 def bench(args, builds):
     os.makedirs(args.out, exist_ok=True)
+    if args.report_dir:
+        os.makedirs(args.report_dir, exist_ok=True)
     ctx = Context(args)
     _check_tools(ctx)
     modes = [m for m in MODES if m.key in args.modes]
@@ -354,6 +454,7 @@ def bench(args, builds):
         "commit": _git_commit(root),
         "machine": machine_info(),
         "jobs": args.jobs, "runs": args.runs, "trace_runs": args.trace_runs,
+        "probe_runs": args.probe_runs,
         "linkers": {"ours": _version([ctx.ours_ld]), "stock": _version([ctx.stock_ld]),
                     "ours_path": os.path.abspath(args.ld_lld),
                     "ours_sha256": ctx.ours_sha256,
@@ -369,7 +470,8 @@ def bench(args, builds):
     for b in builds:
         ctx.program = b["program"]
         pb = ProgramBench(args, ctx, b, modes)
-        results["programs"][b["program"]] = pb.run()
+        with _exclusive(b["cwd"], b["program"]):
+            results["programs"][b["program"]] = pb.run()
         failed |= bool(pb.failed)
         _write(args.out, results)  # partial results survive an interruption
     _write(args.out, results)

@@ -17,18 +17,21 @@ class Mode:
     trace: bool = True   # gets a separate --time-trace run for the phase split
     native: bool = False  # dtlto-backend is the remote compiler (batch workers)
 
-    def argv(self, ctx, base_args):
-        """The linker command: linker, recorded arguments, mode options."""
+    def argv(self, ctx, base_args, probe=None):
+        """The linker command: linker, recorded arguments, mode options.
+        probe: (wrapper argv, distributor options) for a probe link, whose
+        distributor runs under the wrapper (probe.py) with more options."""
         linker = ctx.ours_ld if self.linker == "ours" else ctx.stock_ld
         extra = [f"--thinlto-jobs={ctx.jobs}"]
         if self.distributed:
-            if ctx.python:
-                extra += [f"--thinlto-distributor={ctx.python}",
-                          f"--thinlto-distributor-arg={ctx.distributor}"]
-            else:
-                extra += [f"--thinlto-distributor={ctx.distributor}"]
-            extra += [f"--thinlto-distributor-arg=--jobs={ctx.jobs}",
-                      "--thinlto-remote-compiler=" +
+            dist = ([ctx.python] if ctx.python else []) + [ctx.distributor]
+            dist += [f"--jobs={ctx.jobs}"]
+            if probe:
+                wrapper, options = probe
+                dist = list(wrapper) + ["--"] + dist + list(options)
+            extra += [f"--thinlto-distributor={dist[0]}"]
+            extra += [f"--thinlto-distributor-arg={a}" for a in dist[1:]]
+            extra += ["--thinlto-remote-compiler=" +
                       (ctx.native_backend if self.native else ctx.remote_compiler)]
         if self.warm_cache:
             extra.append(f"--thinlto-cache-dir={ctx.cache_dir(self)}")

@@ -4,7 +4,7 @@ import json
 import os
 
 from . import BenchError, sources
-from .programs import BUILD_STAMP, PROGRAMS, build
+from .programs import BUILD_STAMP, Generated, build, program as program_named
 from .util import clean_env, log
 
 # Debian packages the harness itself needs (besides clang-22, lld-22 and
@@ -43,12 +43,17 @@ def install_packages():
                          + proc.stderr.strip()[-300:])
 
 
-def prepare(name, cache, tools):
+def prepare(name, cache, tools, gen=None):
     """Make sure the program is built in the cache; return its build info.
 
     The info has: program, package, version, tree (the build directory), cwd
-    and args (the recorded final link), output (the linked program)."""
-    program = PROGRAMS[name]
+    and args (the recorded final link), output (the linked program). gen
+    holds the seed and scale of generated programs (generate.py)."""
+    program = program_named(name)
+    if isinstance(program, Generated):
+        from . import generate
+        spec = generate.Spec(program.modules, **(gen or {}))
+        return generate.prepare(spec, cache, tools)
     os.makedirs(cache, exist_ok=True)
     logdir = os.path.join(cache, "logs")
     os.makedirs(logdir, exist_ok=True)

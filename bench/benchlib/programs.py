@@ -367,7 +367,36 @@ default all
             raise SmokeFailure("ninja -t clean did not remove the 3 outputs")
 
 
+class Generated(Program):
+    """A program of generate.py: gen<N>, N modules. Its smoke test runs it
+    and compares what it prints with the checksum the generator computed by
+    evaluating the program itself."""
+    package, output = "generated", "prog"
+
+    def __init__(self, name, modules):
+        self.name, self.modules = name, modules
+
+    def smoke(self, binary, tree, workdir):
+        with open(os.path.join(tree, "expected.txt")) as f:
+            want = f.read()
+        out = _check_output([binary], workdir).decode(errors="replace")
+        if out != want:
+            raise SmokeFailure(f"printed {out.strip()!r}, expected {want.strip()!r}")
+
+
 PROGRAMS = {p.name: p for p in (Lua(), Zstd(), Redis(), Python(), Ninja())}
+KNOWN = ", ".join(PROGRAMS) + ", gen<N> (generated, N modules)"
+
+
+def program(name):
+    """The Program called name (a real one, or gen<N>), or None."""
+    if name in PROGRAMS:
+        return PROGRAMS[name]
+    from .generate import NAME
+    m = NAME.match(name)
+    if m and int(m.group(1)) >= 1:
+        return Generated(name, int(m.group(1)))
+    return None
 
 
 def find_link(logpath, output):

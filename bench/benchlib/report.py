@@ -213,4 +213,32 @@ def markdown(results):
                                                  "final_link", "engine", "total")]
                 lines.append(f"| {name} | {mode} | "
                              + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    if any(prog.get("probes") for prog in results["programs"].values()):
+        lines.append("")
+        lines.append("What each job needs, from the probe links (bench/benchlib/probe.py; "
+                     "KiB, mean / max over the jobs; 'needs' = module + shard + "
+                     "modules imported from + common inputs; 'copies' = archive "
+                     "members the linker copied; 'written' = files the jobs' inputs and "
+                     "outputs add to the link's directory (linker's files, the "
+                     "manifest, the objects) / MiB the linker wrote):")
+        lines.append("")
+        lines.append("| program | mode | jobs | needs | shard | imports (files) "
+                     "| copies | common inputs | object | manifest | written "
+                     "| job seconds |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for name, prog in results["programs"].items():
+            for mode, recs in prog.get("probes", {}).items():
+                p = recs[0]
+                j = p["per_job"]
+
+                def kib(key):
+                    return f"{j[key]['mean'] / 1024:.1f} / {j[key]['max'] / 1024:.1f}"
+                lines.append(
+                    f"| {name} | {mode} | {p['job_count']} | {kib('needs_bytes')} "
+                    f"| {kib('shard_bytes')} | {kib('import_bytes')} "
+                    f"({j['imports']['mean']:.1f}) | {kib('copy_bytes')} "
+                    f"| {j['common_bytes']['mean'] / 1024:.1f} | {kib('object_bytes')} "
+                    f"| {p['manifest_bytes'] / 1024:.1f} "
+                    f"| {p['linker_files']} / {p['linker_bytes'] / MIB:.1f} "
+                    f"| {j['seconds']['mean']:.3f} / {j['seconds']['max']:.3f} |")
     return "\n".join(lines) + "\n"

@@ -16,8 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
-from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
-from dtltodist.runner import JobResult, Runner, whole_manifest  # noqa: E402
+from dtltodist.report import EXIT_OK, Reporter, plural, usage_error  # noqa: E402
+from dtltodist.runner import JobResult, Runner  # noqa: E402
 
 PROG = "distcc.py"
 
@@ -94,6 +94,11 @@ class Host:
     local: bool
 
 
+def positive(digits: str) -> bool:
+    """A LIMIT of ASCII digits that int() takes, above 0."""
+    return 0 < len(digits) <= cli.MAX_INT_DIGITS and int(digits) > 0
+
+
 def parse_host(spec: str) -> Host | None:
     """One DISTCC_HOSTS word as distcc reads it; None for a host marked
     ',down' (distcc does not use it). ValueError saying what is wrong."""
@@ -102,25 +107,28 @@ def parse_host(spec: str) -> Host | None:
     # Only the bare word, or with a LIMIT, means "here" to distcc:
     # localhost:3632 is a distccd on this machine.
     if spec == "localhost" or spec.startswith("localhost/"):
-        limit = re.match(r"localhost(?:/(\d*))?", spec)[1]
-        if limit is not None and (not limit or int(limit) < 1):
+        found = re.fullmatch(r"localhost(?:/([0-9]*))?", spec)
+        if not found:
+            raise bad("expected localhost[/LIMIT]")
+        limit = found[1]
+        if limit is not None and not positive(limit):
             raise bad("LIMIT must be a positive number")
         return Host("localhost", spec, int(limit) if limit else LOCAL_SLOTS, True)
     found = SPEC.match(spec)
     if not found:
         raise bad()
     if found["user"] is not None:  # distcc over ssh: [USER]@HOST[/LIMIT][:COMMAND]
-        parts = re.fullmatch(r"(?:/(\d*))?(?::(\S+))?", found["rest"])
+        parts = re.fullmatch(r"(?:/([0-9]*))?(?::(\S+))?", found["rest"])
         if not parts:
             raise bad("expected [USER]@HOST[/LIMIT][:COMMAND][,OPTIONS]")
         limit, tail = parts[1], f":{parts[2]}" if parts[2] else ""
     else:  # HOST[/LIMIT][:PORT][/LIMIT]; the last LIMIT counts, as in distcc
-        parts = re.fullmatch(r"(?:/(\d*))?(?::(\d+))?(?:/(\d*))?", found["rest"])
+        parts = re.fullmatch(r"(?:/([0-9]*))?(?::([0-9]+))?(?:/([0-9]*))?", found["rest"])
         if not parts:
             raise bad()
         limit, tail = parts[3] if parts[3] is not None else parts[1], \
             f":{parts[2]}" if parts[2] else ""
-    if limit is not None and (not limit or int(limit) < 1):
+    if limit is not None and not positive(limit):
         raise bad("LIMIT must be a positive number")
     options = found["options"][1:].split(",") if found["options"] else []
     for option in options:
@@ -211,7 +219,7 @@ def parse_args():
                         "step here, one module per job to the farm (objects may differ "
                         "from in-process ThinLTO's; links that need the index shard "
                         "run here)")
-    g.add_argument("--retries", type=int, default=2, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=2, metavar="N",
                    help="run a job its host lost or spoiled again up to N times "
                         "(default 2)")
     return parser.parse_args()
@@ -401,43 +409,27 @@ def distcc_error(stderr: bytes) -> str:
 def main() -> int:
     args = parse_args()
     try:
-        if args.retries < 0:
-            raise ValueError("--retries must not be negative")
         hosts, hosts_from = read_hosts(args)
     except ValueError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(PROG, str(e))
     m = cli.load_or_exit(PROG, args.manifest)
     engine = Distcc(args, m, hosts)
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     feed = None if args.dry_run else JobFeed.from_environment(m)
-    if feed and args.self_contained:
-        # Whether the link can go at all depends on every job's index shard.
-        m = engine.m = whole_manifest(m, feed, engine.rep)
-        feed = None
-    refused = ""
-    if args.self_contained:
-        problem = selfcontained.usage_error(m)
-        if problem:
-            print(f"{PROG}: error: {problem}", file=sys.stderr)
-            return EXIT_USAGE
-        refused = selfcontained.refusal(m)
-    if refused:
-        return selfcontained.run_here(PROG, args, m, refused)
+    m, feed, code = selfcontained.start(PROG, args, m, feed, engine.rep)
+    engine.m = m
+    if code is not None:
+        return code
     if any(not h.local for h in hosts) and not args.self_contained:
         for job in m.jobs:
             try:
                 engine.plan(job)
             except (paths.UnsafePathError, ValueError) as e:
-                print(f"{PROG}: error: job {job.index} cannot be sent to distcc: {e}",
-                      file=sys.stderr)
-                return EXIT_USAGE
+                return usage_error(PROG, f"job {job.index} cannot be sent to distcc: {e}")
     if any(not h.local for h in hosts):
         if not shutil.which(args.distcc):
-            print(f"{PROG}: error: cannot find the distcc client '{args.distcc}' "
-                  "(Debian: apt-get install distcc)", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(PROG, f"cannot find the distcc client --distcc '{args.distcc}' "
+                  "(Debian: apt-get install distcc)")
     if args.dry_run:
         print(describe_hosts(hosts, hosts_from))
         return engine.dry_run()

@@ -81,6 +81,8 @@ def bff_string(text: str, what: str) -> str:
     if "\n" in text or "\r" in text:
         raise batch.PlanError(f"{what} \"{text}\" has a line break, which a .bff string "
                               "cannot hold")
+    if not utf8(text):
+        raise batch.PlanError(f"{what} \"{text}\" is not UTF-8, which a .bff file is")
     return "'" + re.sub(r"([\^$'])", r"^\1", text) + "'"
 
 
@@ -138,8 +140,18 @@ def bff_text(backend: str, extra_files: list[str], workers: list[str],
 def command_safe(path: str) -> bool:
     """Can path stand for %1 or %2 in a command FASTBuild runs here? It
     splits the command at spaces outside '"' and reads '\\"' as '"', and
-    reads '\\' in a path as '/'."""
-    return not any(c in path for c in '"\\\n\r')
+    reads '\\' in a path as '/'; and the .bff that names it is UTF-8."""
+    return not any(c in path for c in '"\\\n\r') and utf8(path)
+
+
+def utf8(text: str) -> bool:
+    """False for a path or argument holding bytes that are not UTF-8
+    (os.fsdecode made them lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def work_directory(m) -> str:
@@ -162,6 +174,9 @@ def workers_text(args) -> str:
 
 
 def make_plan(m, directory: str, args) -> batch.Plan:
+    if not utf8(directory):
+        raise batch.PlanError(f"FASTBuild cannot name files in {directory}: the name is "
+                              "not UTF-8, which a .bff file is")
     if not command_safe(directory):
         raise batch.PlanError(f"FASTBuild cannot name files in {directory}: a '\"' or '\\' "
                               "in a path changes the commands it runs")
@@ -214,11 +229,6 @@ def make_plan(m, directory: str, args) -> batch.Plan:
         job_commands.append(shlex.join([backend, "-c", bundles[job.index],
                                         "-o", staged[job.index]]))
         job_commands += ["  " + line for line in bundle.describe(m, job, plans[job.index])]
-    if workers_text(args) == "no workers known" and not (args.dry_run or args.emit_only
-                                                         or args.quiet):
-        print(f"{PROG}: warning: no FASTBuild workers known (give --worker, or set "
-              "FASTBUILD_WORKERS or FASTBUILD_BROKERAGE_PATH): fbuild runs every job here",
-              file=sys.stderr)
     return batch.Plan(
         argv=argv,
         job_commands=job_commands,
@@ -231,7 +241,10 @@ def make_plan(m, directory: str, args) -> batch.Plan:
         stdout_to_stderr=True,
         prepare=prepare,
         staged=staged,
-        collect=collect)
+        collect=collect,
+        warning="" if workers_text(args) != "no workers known" or args.quiet else
+        "no FASTBuild workers known (give --worker, or set FASTBUILD_WORKERS or "
+        "FASTBUILD_BROKERAGE_PATH): fbuild runs every job here")
 
 
 def main() -> int:

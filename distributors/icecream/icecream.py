@@ -18,8 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 
 from dtltodist import bundle, cli, paths, selfcontained, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
-from dtltodist.report import EXIT_OK, EXIT_USAGE, Reporter  # noqa: E402
-from dtltodist.runner import JobResult, Runner, Slots, whole_manifest  # noqa: E402
+from dtltodist.report import EXIT_OK, Reporter, usage_error  # noqa: E402
+from dtltodist.runner import JobResult, Runner, Slots  # noqa: E402
 
 PROG = "icecream.py"
 # icecream sends only compilers whose name says gcc, clang or cc, and iceccd
@@ -104,7 +104,7 @@ def parse_args():
                    help="the import step here, one module per job to the farm in an "
                         "environment of plain clang (objects may differ from in-process "
                         "ThinLTO's; links that need the index shard run here)")
-    g.add_argument("--retries", type=int, default=2, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=2, metavar="N",
                    help="run a job whose object came back spoiled again up to N times, "
                         "the last time here (default 2)")
     return parser.parse_args()
@@ -116,7 +116,7 @@ def find_tools(args, m) -> tuple[str | None, str]:
     backend = None if args.self_contained else bundle.farm_backend(m, args.backend)
     clang = args.clang or (m.compiler if not bundle.is_backend(m.compiler)
                            else shutil.which("clang-22") or shutil.which("clang"))
-    if not clang or not os.access(clang, os.X_OK):
+    if not clang or not os.path.isfile(clang) or not os.access(clang, os.X_OK):
         raise ValueError("cannot find the clang to put into the environment: give --clang PATH")
     return backend, os.path.abspath(clang)
 
@@ -308,43 +308,27 @@ class Icecream:
 
 def main() -> int:
     args = parse_args()
-    if args.retries < 0:
-        print(f"{PROG}: error: --retries must not be negative", file=sys.stderr)
-        return EXIT_USAGE
     m = cli.load_or_exit(PROG, args.manifest)
-    rep = Reporter(PROG, quiet=args.quiet, progress=args.progress, verbose=args.verbose)
+    rep = Reporter.for_args(PROG, args)
     feed = None if args.dry_run else JobFeed.from_environment(m)
-    if feed and args.self_contained:
-        # Whether the link can go at all depends on every job's index shard.
-        m = whole_manifest(m, feed, rep)
-        feed = None
-    if args.self_contained:
-        problem = selfcontained.usage_error(m)
-        if problem:
-            print(f"{PROG}: error: {problem}", file=sys.stderr)
-            return EXIT_USAGE
-        refused = selfcontained.refusal(m)
-        if refused:
-            return selfcontained.run_here(PROG, args, m, refused)
+    m, feed, code = selfcontained.start(PROG, args, m, feed, rep)
+    if code is not None:
+        return code
     try:
         backend, clang = find_tools(args, m)
         if not shutil.which(args.icecc):
-            raise ValueError(f"cannot find the icecream client '{args.icecc}' "
+            raise ValueError(f"cannot find the icecream client --icecc '{args.icecc}' "
                              "(Debian: apt-get install icecc)")
     except ValueError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(PROG, str(e))
     engine = Icecream(args, m, backend)
     for job in m.jobs if not args.self_contained else ():
         try:
             engine.plan(job)
         except (paths.UnsafePathError, ValueError) as e:
-            print(f"{PROG}: error: job {job.index} cannot be sent to icecream: {e}",
-                  file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(PROG, f"job {job.index} cannot be sent to icecream: {e}")
     if args.env and not os.path.isfile(args.env):
-        print(f"{PROG}: error: --env {args.env} is not a file", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(PROG, f"--env {args.env} is not a file")
     if args.dry_run:
         engine.work = os.path.join(os.path.dirname(os.path.abspath(m.path)),
                                    ".dtlto-icecream-XXXXXX")

@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "utils", "dtlto"))
 sys.path.insert(0, HERE)
 
-from dtltodist import cli  # noqa: E402
+from dtltodist import cli, paths  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: E402
                               Reporter, exit_code_for_signal, plural)
@@ -71,48 +71,32 @@ The protocol stubs are generated at build time; see --stubs-dir.
 
 
 def name_value(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
+    name, sep, value = cli.utf8_text(text).partition("=")
     if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{text}'")
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {cli.shown_value(text)}")
     return name, value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got '{text}'")
-    return int(text)
 
 
 def make_parser() -> argparse.ArgumentParser:
     p = cli.make_parser(PROG, __doc__, EPILOG)
     g = p.add_argument_group("where jobs run")
-    g.add_argument("--endpoint", action="append", default=[], metavar="URL",
+    g.add_argument("--endpoint", action="append", default=[], metavar="URL", type=cli.utf8_text,
                    help="REAPI server; repeat it to use several (required unless --dry-run)")
-    g.add_argument("--instance-name", default="", metavar="NAME",
+    g.add_argument("--instance-name", default="", metavar="NAME", type=cli.utf8_text,
                    help="REAPI instance name (default: empty)")
     g.add_argument("-j", "--jobs", type=cli.positive_int, metavar="N",
                    help="at most N actions in flight (default: 16 per endpoint)")
-    g.add_argument("--retries", type=non_negative_int, default=3, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=3, metavar="N",
                    help="retry a job at most N times after a transient failure "
                         "(unreachable server, reset connection, lost worker); "
                         "a compiler error is never retried (default: 3)")
-    g.add_argument("--rpc-timeout", type=positive_float, default=120.0, metavar="SECONDS",
+    g.add_argument("--rpc-timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
                    help="deadline of each CAS and action cache call, plus one second "
                         "per MiB for large transfers (default: 120)")
     g.add_argument("--max-batch-bytes", type=cli.positive_int, metavar="N",
                    help="largest batched upload; bigger blobs go through ByteStream "
                         "(default: what the server allows, at most 4 MiB)")
-    g.add_argument("--keepalive", type=positive_float, metavar="SECONDS",
+    g.add_argument("--keepalive", type=cli.positive_float, metavar="SECONDS",
                    help="send HTTP/2 pings every SECONDS while calls are open, to notice "
                         "a dead connection (the server must allow it; default: off)")
 
@@ -125,7 +109,7 @@ def make_parser() -> argparse.ArgumentParser:
                    metavar="NAME=VALUE",
                    help="environment variable of the remote command (default: none); "
                         "repeatable")
-    g.add_argument("--action-timeout", type=positive_float, metavar="SECONDS",
+    g.add_argument("--action-timeout", type=cli.positive_float, metavar="SECONDS",
                    help="the server kills an action running longer than this")
     g.add_argument("--ship-compiler", action="store_true",
                    help="upload the compiler (common.args[0]) and the shared libraries "
@@ -142,12 +126,13 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--tls-client-cert", metavar="FILE",
                    help="PEM client certificate chain, for servers that require one")
     g.add_argument("--tls-client-key", metavar="FILE", help="PEM key of --tls-client-cert")
-    g.add_argument("--tls-server-name", metavar="NAME",
+    g.add_argument("--tls-server-name", metavar="NAME", type=cli.utf8_text,
                    help="name to check the server certificate against (default: the host)")
     g.add_argument("--credentials-file", action="append", default=[], metavar="FILE",
                    help="file of 'name: value' header lines sent with every call "
                         "(e.g. 'authorization: Bearer ...'); never printed or logged")
     g.add_argument("--credentials-env", action="append", default=[], metavar="HEADER=VAR",
+                   type=cli.utf8_text,
                    help="send header HEADER with the value of environment variable VAR")
 
     g = p.add_argument_group("setup")
@@ -168,8 +153,7 @@ def human_bytes(n: int) -> str:
 class Main:
     def __init__(self, args):
         self.args = args
-        self.reporter = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                                 verbose=args.verbose)
+        self.reporter = Reporter.for_args(PROG, args)
         self.out_lock = threading.Lock()
         self.signo = 0
 
@@ -242,7 +226,7 @@ class Main:
                           ("key", self.args.tls_client_key)):
             if path:
                 try:
-                    with open(path, "rb") as f:
+                    with paths.open_input(path) as f:
                         tls[key] = f.read()
                 except OSError as e:
                     raise OSError(f"cannot read {path}: {e.strerror}") from None
@@ -318,12 +302,17 @@ class Main:
         def more() -> bool:
             return feed is not None and not feed.ended and failure is None and not self.signo
 
+        def listening() -> bool:
+            # After the end record cancels may still come, until the linker
+            # closes the channel.
+            return feed is not None and not feed.closed and failure is None and not self.signo
+
         try:
             by_job = {plan.job.index: plan for plan in plans}
             for job in dispatch_order(jobs):
                 submit(by_job[job.index])
             while pending or more():
-                if more():
+                if listening():
                     with self.out_lock:
                         new, cancels = take_feed(feed, rep, jobs)
                     for job in new:
@@ -335,7 +324,7 @@ class Main:
                     for job_id in cancels:
                         self.cancel(session, futures, pending, jobs, job_id)
                     # The feed is read again within 50 ms, or at once when it has more.
-                    select.select([feed.fileno()] if more() else [], [], [], 0.05)
+                    select.select([feed.fileno()] if listening() else [], [], [], 0.05)
                     done, pending = wait(pending, timeout=0)
                 else:
                     done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "..", "..", "utils", "dtlto"))
 
 from dtltodist import batch, cli, paths  # noqa: E402
-from dtltodist.report import EXIT_USAGE, Reporter, size_text  # noqa: E402
+from dtltodist.report import EXIT_USAGE, Reporter, size_text, usage_error  # noqa: E402
 from dtltodist.runner import Runner, Slots  # noqa: E402
 
 PROG = "reclient.py"
@@ -97,7 +97,7 @@ def parse_args(argv=None):
                    help="send the compiler with each job as -toolchain_inputs (it must lie "
                         "in the exec root); otherwise the remote image must have it at "
                         "the same path")
-    g.add_argument("--retries", type=int, default=2, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=2, metavar="N",
                    help="retries per job after a transient rewrapper failure (default: 2)")
     g.add_argument("-j", "--jobs", type=cli.positive_int, metavar="N",
                    help=f"rewrapper processes at once (default: {REMOTE_JOBS}; with "
@@ -111,8 +111,6 @@ def parse_args(argv=None):
                    help="one more rewrapper flag, e.g. -canonicalize_working_dir=true "
                         "(repeatable; not for credentials, which belong to reproxy)")
     args = parser.parse_args(argv)
-    if args.retries < 0:
-        parser.error("--retries must not be negative")
     for prop in args.platform:
         key, eq, value = prop.partition("=")
         if not key or not eq or "," in prop:
@@ -325,7 +323,7 @@ class ReclientReporter(Reporter):
 
     def __init__(self, args, input_bytes: int):
         super().__init__(PROG, quiet=args.quiet, progress=args.progress,
-                         verbose=args.verbose)
+                         verbose=args.verbose, timings=args.timings)
         self.strategy = args.exec_strategy
         self.input_bytes = input_bytes
         self.retries = 0
@@ -354,8 +352,7 @@ def main() -> int:
     try:
         plan = Plan(m, args, working_directory())
     except (SetupError, paths.UnsafePathError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(PROG, str(e))
     if args.dry_run:
         for argv in plan.argvs:
             print(shlex.join(argv))

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 
 from dtltodist import cli, paths, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
-from dtltodist.report import EXIT_OK, Reporter  # noqa: E402
+from dtltodist.report import EXIT_OK, Reporter, usage_error  # noqa: E402
 from dtltodist.runner import JobResult, Runner, Slots, run_quick  # noqa: E402
 
 PROG = "slurm.py"
@@ -71,7 +71,7 @@ def parse_args():
     g.add_argument("--slots", type=cli.positive_int, metavar="N",
                    help="at most N jobs at once (default: the CPUs of the partition "
                         "as sinfo counts them, or 16)")
-    g.add_argument("--retries", type=int, default=2, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=2, metavar="N",
                    help="run a job lost to the cluster again up to N times (default 2)")
     g.add_argument("--job-name", default="dtlto", metavar="NAME",
                    help="prefix of the Slurm job name; the name is NAME.<host>.<pid> so "
@@ -162,6 +162,13 @@ class Slurm:
         except paths.UnsafePathError as e:
             result.returncode, result.where = None, node_named(err)
             result.problem = f"was refused ({e})"
+            return
+        except transfer.Damaged as e:
+            # Nothing was written; run it again on another node.
+            node = e.node or node_named(err)
+            result.returncode, result.where = None, node
+            result.problem = f"came back damaged ({e})"
+            self.lost[job.index] = node
             return
         except transfer.TransferError as e:
             node = node_named(err)
@@ -330,22 +337,17 @@ def srun_error(stderr: str) -> str:
 
 def main() -> int:
     args = parse_args()
-    if args.retries < 0:
-        print(f"{PROG}: error: --retries must not be negative", file=sys.stderr)
-        return 2
     m = cli.load_or_exit(PROG, args.manifest)
     if args.mode == "stream":
         for job in m.jobs:
             try:
                 transfer.plan(m, job)
             except paths.UnsafePathError as e:
-                print(f"{PROG}: error: job {job.index}: {e}", file=sys.stderr)
-                return 2
+                return usage_error(PROG, f"job {job.index}: {e}")
     engine = Slurm(args, m, None)
     if args.dry_run:
         return engine.dry_run()
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     return engine.run()
 
 

@@ -110,6 +110,11 @@ def tool_template(compiler: str, tool_files: list[str], outputs: list[str], path
     for value in [compiler] + tool_files:
         if "\n" in value or "\r" in value:
             raise batch.PlanError(f'"{value}" cannot be written into a tool template')
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # bytes from the command line, not UTF-8
+            raise batch.PlanError(f'"{value}" is not valid UTF-8, which a tool template '
+                                  "cannot hold") from None
     patterns = sorted({"*" + (pathmod.splitext(o)[1] or pathmod.basename(o)) for o in outputs})
     lines = [
         "; SN-DBS tool template for the DTLTO backend compiler, written by sn-dbs.py.",

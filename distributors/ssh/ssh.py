@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 from dtltodist import cli, paths, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
-from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, Reporter, plural  # noqa: E402
+from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, Reporter, plural, usage_error  # noqa: E402
 from dtltodist.runner import JobResult, Runner, run_quick_all  # noqa: E402
 
 PROG = "ssh.py"
@@ -69,10 +69,12 @@ class Host:
     slots: int
 
 
-def parse_host(spec: str) -> Host:
+def parse_host(spec: str, where: str = "--host") -> Host:
+    """where names the option or hosts file line the spec came from."""
     found = HOST_SPEC.match(spec.strip())
     if not found or (found["slots"] is not None and int(found["slots"]) < 1):
-        raise ValueError(f"bad host '{spec}': expected [USER@]HOST[:SLOTS], SLOTS >= 1")
+        raise ValueError(f"{where}: bad host '{spec}': expected [USER@]HOST[:SLOTS], "
+                         "SLOTS >= 1")
     host = found["v6"] or found["host"]
     user = f"{found['user']}@" if found["user"] else ""
     shown = f"[{host}]" if found["v6"] else host
@@ -80,14 +82,21 @@ def parse_host(spec: str) -> Host:
 
 
 def read_hosts(args) -> list[Host]:
-    specs = list(args.host)
+    if "" in args.host:
+        # An unset variable in --host=$HOST: not a host to skip quietly.
+        raise ValueError("--host is empty: expected [USER@]HOST[:SLOTS]")
+    specs = [(s, "--host") for s in args.host]
     for path in args.hosts_file:
         try:
-            with open(path, encoding="utf-8") as f:
-                specs += [line.split("#", 1)[0].strip() for line in f]
+            with paths.open_input(path) as f:
+                text = f.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"cannot read --hosts-file {path}: not UTF-8") from None
         except OSError as e:
-            raise ValueError(f"cannot read hosts file {path}: {e.strerror}") from None
-    hosts = [parse_host(s) for s in specs if s]
+            raise ValueError(f"cannot read --hosts-file {path}: {e.strerror}") from None
+        specs += [(line.split("#", 1)[0].strip(), f"{path}:{n}")
+                  for n, line in enumerate(text.splitlines(), 1)]
+    hosts = [parse_host(s, where) for s, where in specs if s]
     names = Counter(h.name for h in hosts)
     dup = [n for n, c in names.items() if c > 1]
     if dup:
@@ -104,7 +113,7 @@ def parse_args():
                    help="a host to run jobs on, with its number of slots (repeatable)")
     g.add_argument("--hosts-file", action="append", default=[], metavar="FILE",
                    help="a file of host specs, one a line")
-    g.add_argument("--retries", type=int, default=2, metavar="N",
+    g.add_argument("--retries", type=cli.non_negative_int, default=2, metavar="N",
                    help="run a job lost with its host again up to N times (default 2)")
     g.add_argument("--remote-python", default="python3", metavar="PATH",
                    help="Python 3 on the hosts (default python3)")
@@ -281,6 +290,14 @@ class SSH:
         except paths.UnsafePathError as e:
             result.returncode, result.problem = None, f"was refused ({e})"
             return
+        except transfer.Damaged as e:
+            # Nothing was written; the host (or the way to it) spoils what
+            # it sends, so it gets no more jobs and this one runs elsewhere.
+            result.returncode, result.problem = None, f"came back damaged ({e})"
+            self.pool.down.setdefault(host.name, f"sent back damaged output ({e})")
+            self.tried.setdefault(job.index, set()).add(host.name)
+            self.lost.add(job.index)
+            return
         except transfer.TransferError as e:
             err = result.stderr.decode("utf-8", "replace").strip().splitlines()
             why = err[-1] if err else str(e)
@@ -372,24 +389,19 @@ class SSH:
 def main() -> int:
     args = parse_args()
     try:
-        if args.retries < 0:
-            raise ValueError("--retries must not be negative")
         hosts = read_hosts(args)
     except ValueError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(PROG, str(e))
     m = cli.load_or_exit(PROG, args.manifest)
     engine = SSH(args, m, hosts)
     for job in m.jobs:
         try:
             engine.plan(job)
         except paths.UnsafePathError as e:
-            print(f"{PROG}: error: job {job.index}: {e}", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(PROG, f"job {job.index}: {e}")
     if args.dry_run:
         return engine.dry_run()
-    engine.rep = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                          verbose=args.verbose, placement=engine.tally.describe)
+    engine.rep = Reporter.for_args(PROG, args, placement=engine.tally.describe)
     engine.rep.verbose_note(f"{plural(len(hosts), 'host')}, "
                             f"{plural(engine.pool.limit, 'slot')}")
     return engine.run()

@@ -46,8 +46,7 @@ def main() -> int:
                         help="start one compiler process per job even when the "
                              "compiler can run many (dtlto-backend --batch)")
     args = parser.parse_args()
-    reporter = Reporter(PROG, quiet=args.quiet, progress=args.progress,
-                        verbose=args.verbose)
+    reporter = Reporter.for_args(PROG, args)
     server, note = jobserver.from_environment()
     reporter.verbose_note(note)
     # With a jobserver make decides how wide we go; --jobs still caps it.

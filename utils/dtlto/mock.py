@@ -11,13 +11,16 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from dtltodist import cli  # noqa: E402
-from dtltodist.report import EXIT_JOB_FAILED, EXIT_USAGE  # noqa: E402
+from dtltodist import cli, paths  # noqa: E402
+from dtltodist.report import EXIT_JOB_FAILED, EXIT_USAGE, usage_error  # noqa: E402
 
 PROG = "mock.py"
+UMASK = os.umask(0o22)
+os.umask(UMASK)
 
 EPILOG = """\
 Order of work: --save-manifest, --record-args, validate the manifest (exit 2
@@ -28,7 +31,7 @@ Job indexes count from 0 in manifest order.
 
 
 def fail(message: str, code: int) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    usage_error(PROG, message)
     sys.exit(code)
 
 
@@ -38,12 +41,13 @@ def job_index(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a job index (0, 1, ...), got '{text}'")
+        raise argparse.ArgumentTypeError(
+            f"expected a job index (0, 1, ...), got {cli.shown_value(text)}")
     return value
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG, description=__doc__, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("manifest", help="the JSON job manifest (last argument)")
@@ -69,8 +73,12 @@ def main() -> int:
         except OSError as e:
             fail(f"cannot save manifest to {args.save_manifest}: {e.strerror or e}", EXIT_USAGE)
     if args.record_args:
-        with open(args.record_args, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.writelines(a + "\n" for a in sys.argv[1:])
+        try:
+            with open(args.record_args, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.writelines(a + "\n" for a in sys.argv[1:])
+        except OSError as e:
+            fail(f"cannot record the arguments in {args.record_args}: {e.strerror or e}",
+                 EXIT_USAGE)
 
     m = cli.load_or_exit(PROG, args.manifest)
     if len(args.copy) not in (0, 1, len(m.jobs)):
@@ -93,13 +101,24 @@ def main() -> int:
 
 
 def write_output(index: int, out: str, args) -> None:
-    if index in args.empty_output:
-        open(out, "wb").close()
-    elif args.copy:
-        shutil.copyfile(args.copy[index if len(args.copy) > 1 else 0], out)
-    else:
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(f"{PROG}: output of job {index}\n")
+    """Write out whole or not at all, as a compiler does: into a temporary
+    file next to it, renamed over it (an old out, even a link, is replaced,
+    never written through)."""
+    fd, tmp = tempfile.mkstemp(prefix=".mock-", dir=os.path.dirname(out) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if index in args.empty_output:
+                pass
+            elif args.copy:
+                with paths.open_input(args.copy[index if len(args.copy) > 1 else 0]) as src:
+                    shutil.copyfileobj(src, f)
+            else:
+                f.write(f"{PROG}: output of job {index}\n".encode())
+        os.chmod(tmp, 0o666 & ~UMASK)  # mkstemp made it 0600
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 from dtltodist import cli  # noqa: E402
 from dtltodist.manifest import Manifest  # noqa: E402
-from dtltodist.report import EXIT_OK, EXIT_USAGE  # noqa: E402
+from dtltodist.report import EXIT_OK, usage_error  # noqa: E402
 from dtltodist.runner import exec_program  # noqa: E402
 
 PROG = "validate.py"
@@ -102,7 +102,7 @@ def split_command_line(argv: list[str]):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG, usage=USAGE, description=__doc__, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("manifest", metavar="MANIFEST", help="the JSON job manifest")
@@ -121,9 +121,7 @@ def main() -> int:
     try:
         exec_program(distributor + [args.manifest])
     except OSError as e:
-        print(f"{PROG}: error: cannot run {distributor[0]}: {e.strerror or e}",
-              file=sys.stderr)
-    return EXIT_USAGE
+        return usage_error(PROG, f"cannot run {distributor[0]}: {e.strerror or e}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ never the value, and nothing is written anywhere.
 import os
 import re
 
+from dtltodist import paths
+
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 # Names gRPC or REAPI use themselves.
 _RESERVED = ("grpc-", "build.bazel.remote.execution.v2.")
@@ -35,7 +37,7 @@ def _header(name: str, value: str, where: str) -> tuple[str, str]:
 def from_file(path: str) -> tuple[list[tuple[str, str]], bool]:
     """(headers, whether other users can read the file)."""
     try:
-        with open(path, "rb") as f:
+        with paths.open_input(path) as f:
             mode = os.fstat(f.fileno()).st_mode
             raw = f.read(1 << 20)
     except OSError as e:

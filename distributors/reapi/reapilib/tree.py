@@ -13,6 +13,8 @@ trees have equal digests on every client; the action cache depends on it.
 import hashlib
 import os
 
+from dtltodist import paths
+
 Digest = tuple[str, int]
 
 CHUNK = 1 << 20
@@ -30,7 +32,7 @@ def digest_bytes(data: bytes) -> Digest:
 def digest_file(path: str) -> Digest:
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
+    with paths.open_input(path) as f:
         while chunk := f.read(CHUNK):
             h.update(chunk)
             size += len(chunk)
@@ -53,7 +55,7 @@ class Blob:
         """The whole content, checked against the digest (files may change)."""
         if self.data is not None:
             return self.data
-        with open(self.path, "rb") as f:
+        with paths.open_input(self.path) as f:
             data = f.read()
         if digest_bytes(data) != self.digest:
             raise OSError(f"{self.path} changed while the distributor was running")
@@ -67,7 +69,7 @@ class Blob:
             return
         h = hashlib.sha256()
         n = 0
-        with open(self.path, "rb") as f:
+        with paths.open_input(self.path) as f:
             while chunk := f.read(size):
                 h.update(chunk)
                 n += len(chunk)

@@ -24,9 +24,9 @@ llvm::Expected<std::string> findDistributor(llvm::StringRef Distributor);
 
 /// While alive (from the backend's first job to the end of its work), the
 /// linker's SIGINT, SIGTERM and SIGHUP first stop a running distributor's
-/// process group, then go on to LLVM's handler, which removes the temporary
-/// files and re-raises the signal. Signals the linker was started with
-/// ignored stay ignored. One guard at a time.
+/// process group, then go on to the handlers that remove the temporary files
+/// (ours, Signals.h, then LLVM's, which re-raises the signal). Signals the
+/// linker was started with ignored stay ignored. One guard at a time.
 class SignalGuard {
 public:
   SignalGuard();

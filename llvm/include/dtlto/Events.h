@@ -60,12 +60,12 @@ std::string endLine();
 uint64_t payloadBytes(llvm::StringRef Line);
 
 /// What every job shares, first on the job channel, followed by the bytes
-/// of Config and then of CombinedIndex. NativeFiles: the names the common
-/// args give the two (dtlto-backend as the remote compiler), else empty.
+/// of Config. NativeFiles: the name the common args give it (dtlto-backend
+/// as the remote compiler), else empty.
 std::string linkFrame(llvm::StringRef LinkerOutput, llvm::StringRef Triple,
                       llvm::ArrayRef<std::string> CommonArgs,
                       llvm::ArrayRef<std::string> NativeFiles,
-                      llvm::StringRef Config, llvm::StringRef CombinedIndex);
+                      llvm::StringRef Config);
 
 /// A job record with "sizes", followed by the bytes of each input in the
 /// order of its "inputs" (Contents has them in that order).

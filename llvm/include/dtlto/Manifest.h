@@ -45,14 +45,16 @@ struct CommonPart {
 };
 
 /// Whether the remote compiler is our dtlto-backend (by its file name), which
-/// runs jobs from the linker's own configuration and combined index instead
+/// runs jobs from the linker's own configuration and each job's shard instead
 /// of clang flags.
 bool isNativeBackend(llvm::StringRef RemoteCompiler);
 
-/// The per-link files dtlto-backend reads besides each job's own.
+/// The per-link file dtlto-backend reads besides each job's own: the link's
+/// LTO configuration. No job needs the whole link's index: each reads its
+/// summaries from its shard, as clang does, so that what a job needs grows
+/// with its module and imports, not with the program.
 struct NativeBackendFiles {
   std::string Config;
-  std::string CombinedIndex;
 };
 
 /// The remote compiler's command line shared by all jobs: the compiler, its

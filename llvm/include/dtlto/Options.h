@@ -13,6 +13,8 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include <optional>
+#include <string>
 
 namespace dtlto {
 
@@ -35,6 +37,16 @@ llvm::Expected<bool> localFallback();
 /// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).
 llvm::Expected<unsigned> distributorTimeout();
 
+/// Where the link report goes (-mllvm -dtlto-report=FILE.html, or
+/// DTLTO_REPORT=FILE.html): FILE.html, with FILE.json next to it; empty when
+/// no report is asked for. A name that does not end in ".html" is an error
+/// naming the option.
+llvm::Expected<std::string> reportFile();
+
+/// Show the live progress line (-mllvm -dtlto-progress=<bool>, or
+/// DTLTO_PROGRESS=0|1; by default, when stderr is a terminal).
+llvm::Expected<bool> progress();
+
 /// Whether jobs are handed to the distributor one by one as they are ready
 /// (-mllvm -dtlto-stream=auto|on|off, or DTLTO_STREAM; auto by default:
 /// stream to distributors that declare the protocol).
@@ -43,8 +55,9 @@ llvm::Expected<StreamMode> streamMode();
 
 /// How many jobs the linker runs itself, with the in-process backend, while
 /// the distributor runs the others (-mllvm -dtlto-local-jobs=N, or
-/// DTLTO_LOCAL_JOBS=N; 0 by default).
-llvm::Expected<unsigned> localJobs();
+/// DTLTO_LOCAL_JOBS=N); nullopt when neither says (the engine's default:
+/// 1 with a streaming distributor, 0 with a one-shot one).
+llvm::Expected<std::optional<unsigned>> localJobs();
 
 /// A distributed job that has run this many times longer than its size
 /// predicts is also run in the linker, when a local slot is free; the first

@@ -30,7 +30,7 @@ struct ShardRequest {
   /// that the module and its imports take the address of and that is local
   /// to the output. In-process ThinLTO sees them in the combined index and
   /// accesses them directly instead of through the GOT; a remote clang sees
-  /// only what the shard holds. (dtlto-backend reads the whole index.)
+  /// only what the shard holds, and so does dtlto-backend.
   bool AddReferencedDeclarations = false;
   /// With AddReferencedDeclarations, for a COFF link: also each function
   /// called that is local to the output. A dllimport declaration of a

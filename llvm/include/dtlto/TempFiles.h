@@ -10,8 +10,7 @@
 //   manifest:      <output stem>.<pid>.dist-file.json
 //   side file:     <output stem>.<pid>.dist-file.dtlto.json (our distributors
 //                  find it by the manifest's name)
-//   dtlto-backend: <output stem>.<pid>.dtlto-config.json and
-//                  <output stem>.<pid>.dtlto-index.bc (the combined index)
+//   dtlto-backend: <output stem>.<pid>.dtlto-config.json
 //   object:        <module stem>.<task>.<pid>.native.o
 //   index shard:   <object>.thinlto.bc
 //   archive member / FatLTO bitcode:
@@ -44,9 +43,8 @@ std::string tempDir(llvm::StringRef LinkerOutputFile);
 std::string manifestPath(llvm::StringRef LinkerOutputFile);
 /// The side file of the manifest at ManifestPath: "x.json" -> "x.dtlto.json".
 std::string engineInfoPath(llvm::StringRef ManifestPath);
-/// dtlto-backend's inputs, one each per link.
+/// dtlto-backend's one input besides each job's own, once per link.
 std::string backendConfigPath(llvm::StringRef LinkerOutputFile);
-std::string combinedIndexPath(llvm::StringRef LinkerOutputFile);
 std::string objectPath(llvm::StringRef LinkerOutputFile,
                        llvm::StringRef ModuleID, unsigned Task);
 std::string shardPath(llvm::StringRef ObjectPath);
@@ -76,10 +74,10 @@ std::string thinArchiveMemberPath(llvm::StringRef ArchivePath,
 bool isSafeModulePath(llvm::StringRef Path);
 
 /// A set of temporary files that must not outlive the link: they are removed
-/// when the set is destroyed, and by LLVM's signal handler if the linker is
-/// interrupted (SIGINT, SIGTERM, ...). With Keep (--save-temps) nothing is
-/// ever removed. Thread-safe: shards and objects are added from the backend's
-/// thread pool.
+/// when the set is destroyed, and by the signal handler if the linker is
+/// interrupted (SIGINT, SIGTERM, ...; Signals.h). With Keep (--save-temps)
+/// nothing is ever removed. Thread-safe: shards and objects are added from the
+/// backend's thread pool.
 class TempFileSet {
 public:
   explicit TempFileSet(bool Keep) : Keep(Keep) {}
@@ -109,10 +107,10 @@ private:
 std::vector<std::string>
 strayCompilerFiles(llvm::ArrayRef<std::string> ObjectPaths);
 
-/// Removes files registered with the signal handler and unregisters them; a
-/// no-op for Keep. Used by input preparation, which keeps no TempFileSet.
+/// Removes files registered with the signal handler (Signals.h) and
+/// unregisters them; a no-op for Keep. Used by input preparation, which
+/// keeps no TempFileSet.
 void removeTempFiles(llvm::ArrayRef<std::string> Paths, bool Keep);
-void registerTempFile(llvm::StringRef Path, bool Keep);
 
 } // namespace dtlto
 

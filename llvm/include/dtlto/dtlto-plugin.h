@@ -90,11 +90,9 @@ typedef struct dtlto_link {
   const char *const *args;
   size_t num_args;
   /* What dtlto-backend reads besides a job's own inputs, in memory: the
-   * link's LTO configuration and the whole combined summary index. A plugin
-   * that runs dtlto-backend gives it these; one that runs args[0] ignores
-   * them. */
+   * link's LTO configuration. A plugin that runs dtlto-backend gives it
+   * this; one that runs args[0] ignores it. */
   dtlto_buffer backend_config;
-  dtlto_buffer combined_index;
   /* The dtlto-backend next to the linker (a path, or NULL if none). */
   const char *dtlto_backend;
 } dtlto_link;

@@ -14,7 +14,12 @@
 //                               archive members "lib.a(m.o)120", and
 //                               LLVMgold.so "lib.a.llvm.120.m.o", which no
 //                               job could open;
-//   LTO::run                    then forgets the link's prepared inputs.
+//   LTO::run                    then forgets the link's prepared inputs;
+//                               for every linker, it also marks where the
+//                               thin link begins and the final link begins,
+//                               for the link report (LinkReport.h);
+//   timeTraceProfilerWrite      tells the link report which --time-trace
+//                               file LLD wrote, to merge LLD's scopes.
 //
 // Each calls LLVM's own function, found in libLLVM by name. An LTO made by
 // LLD's ELF or COFF driver for a DTLTO link (an lto::DTLTO) passes through
@@ -24,12 +29,14 @@
 
 #include "dtlto/DistributionOptions.h"
 #include "dtlto/InputPreparation.h"
+#include "dtlto/LinkReport.h"
 #include "dtlto/PreparedInputs.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/LTO/LTO.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/StringSaver.h"
+#include "llvm/Support/TimeProfiler.h"
 #include <dlfcn.h>
 #include <mutex>
 
@@ -134,13 +141,33 @@ Error LTO::run(AddStreamFn AddStream, FileCache Cache) {
       llvmFunction("_ZN4llvm3lto3LTO3runESt8functionIFNS_8ExpectedISt10unique_"
                    "ptrINS_16CachedFileStreamESt14default_deleteIS5_EEEEjRKNS_"
                    "5TwineEEENS_9FileCacheE"));
+  LinkReport::ltoStarted();
   Error E = Real(this, std::move(AddStream), std::move(Cache));
+  LinkReport::ltoEnded();
   if (distributionOptions()) {
     PlainLink &L = plainLink();
     std::lock_guard<std::mutex> Lock(L.Mu);
     forgetPreparedInputs();
     L.IDs.clear();
     L.Inputs = 0;
+  }
+  return E;
+}
+
+// LLD writes --time-trace through this (ELF, COFF, Mach-O and wasm alike),
+// after the link: the file is the one LLVM names, as LLVM names it.
+Error llvm::timeTraceProfilerWrite(StringRef PreferredFileName,
+                                   StringRef FallbackFileName) {
+  using WriteFn = Error (*)(StringRef, StringRef);
+  static auto Real = reinterpret_cast<WriteFn>(
+      llvmFunction("_ZN4llvm22timeTraceProfilerWriteENS_9StringRefES0_"));
+  Error E = Real(PreferredFileName, FallbackFileName);
+  if (!E) {
+    std::string Path = PreferredFileName.str();
+    if (Path.empty())
+      Path = (FallbackFileName == "-" ? "out" : FallbackFileName.str()) +
+             ".time-trace";
+    LinkReport::timeTraceWritten(Path);
   }
   return E;
 }

@@ -1,6 +1,7 @@
 //===- Cache.cpp - ThinLTO cache keys and entries for DTLTO jobs ----------===//
 
 #include "dtlto/Cache.h"
+#include "dtlto/Signals.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -88,7 +89,7 @@ Error writeCacheEntryFile(StringRef Entry, StringRef Object) {
               "-%%%%%%%%.tmp",
           FD, Temp))
     return Fail(EC);
-  sys::RemoveFileOnSignal(Temp);
+  registerTempFile(Temp, /*Keep=*/false);
   std::error_code EC;
   {
     raw_fd_ostream OS(FD, /*shouldClose=*/true);
@@ -103,7 +104,7 @@ Error writeCacheEntryFile(StringRef Entry, StringRef Object) {
     EC = sys::fs::rename(Temp, Entry);
   if (EC)
     sys::fs::remove(Temp);
-  sys::DontRemoveFileOnSignal(Temp);
+  unregisterTempFile(Temp);
   return EC ? Fail(EC) : Error::success();
 }
 

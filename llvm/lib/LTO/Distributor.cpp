@@ -15,6 +15,7 @@
 
 #include "dtlto/Distributor.h"
 #include "dtlto/Events.h"
+#include "dtlto/Signals.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -87,22 +88,15 @@ Expected<std::string> findDistributor(StringRef Distributor) {
 
 static const int StopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction SavedActions[std::size(StopSignals)];
-// The process group of the running distributor (its pid), 0 when none runs.
+// The process group of the running distributor (its pid), 0 when none runs,
+// Spawning while one is being started.
+static constexpr pid_t Spawning = -1;
 static std::atomic<pid_t> RunningGroup{0};
-
-// Which stop signals the linker was started with ignored (nohup, a
-// background job of a non-interactive shell). Read before main(), before
-// LLVM installs its handlers over them.
-static bool InitiallyIgnored[std::size(StopSignals)];
-static const bool DispositionsRead = [] {
-  for (size_t I = 0; I < std::size(StopSignals); ++I) {
-    struct sigaction Current;
-    if (sigaction(StopSignals[I], nullptr, &Current) == 0)
-      InitiallyIgnored[I] =
-          !(Current.sa_flags & SA_SIGINFO) && Current.sa_handler == SIG_IGN;
-  }
-  return true;
-}();
+// A stop signal that came while the distributor was being started: the
+// thread starting it stops its group and delivers the signal again. A
+// process-directed signal may be handled by any of the linker's threads,
+// not only the one that blocked it around posix_spawn.
+static std::atomic<int> StopWhileSpawning{0};
 
 static void sleepMilliseconds(long Ms) {
   struct timespec T = {Ms / 1000, (Ms % 1000) * 1000000};
@@ -127,6 +121,11 @@ static void stopGroup(pid_t Group, int Sig) {
 static void onStopSignal(int Sig, siginfo_t *Info, void *Context) {
   int SavedErrno = errno;
   pid_t Group = RunningGroup.exchange(0);
+  if (Group == Spawning) {
+    StopWhileSpawning.store(Sig);
+    errno = SavedErrno;
+    return;
+  }
   if (Group > 0)
     stopGroup(Group, Sig == SIGHUP ? SIGTERM : Sig);
   errno = SavedErrno;
@@ -134,24 +133,15 @@ static void onStopSignal(int Sig, siginfo_t *Info, void *Context) {
   size_t I = 0;
   while (StopSignals[I] != Sig)
     ++I;
-  const struct sigaction &Old = SavedActions[I];
-  if ((Old.sa_flags & SA_SIGINFO) && Old.sa_sigaction)
-    return Old.sa_sigaction(Sig, Info, Context);
-  if (Old.sa_handler == SIG_IGN)
-    return;
-  if (Old.sa_handler != SIG_DFL)
-    return Old.sa_handler(Sig);
-  signal(Sig, SIG_DFL);
-  raise(Sig);
+  passSignalOn(SavedActions[I], Sig, Info, Context);
 }
 
 SignalGuard::SignalGuard() {
-  (void)DispositionsRead;
-  // Have LLVM install its handlers now (registering a file does), so that
-  // ours go on top of them and hand signals on to them, and LLVM cannot
-  // later install its own over ours.
-  sys::RemoveFileOnSignal("");
-  sys::DontRemoveFileOnSignal("");
+  // The handlers that remove the temporary files (LLVM's, and ours over
+  // them) go in first: ours here go on top and hand signals on to them
+  // once the distributor is stopped, and they cannot later be installed
+  // over ours.
+  installTempFileHandlers();
 
   struct sigaction Stop, Ignore;
   std::memset(&Stop, 0, sizeof(Stop));
@@ -164,7 +154,7 @@ SignalGuard::SignalGuard() {
   // A signal the user had ignored stays ignored: LLVM's handler would
   // otherwise remove the temporary files and let the link go on without them.
   for (size_t I = 0; I < std::size(StopSignals); ++I)
-    sigaction(StopSignals[I], InitiallyIgnored[I] ? &Ignore : &Stop,
+    sigaction(StopSignals[I], startedIgnored(StopSignals[I]) ? &Ignore : &Stop,
               &SavedActions[I]);
 }
 
@@ -515,12 +505,23 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
   posix_spawnattr_setsigmask(&Attr, &NoSignals);
 
   pthread_sigmask(SIG_BLOCK, &StopSet, &OldMask);
+  RunningGroup.store(Spawning);
   int SpawnErr = posix_spawn(&I->Pid, ProgramStr.c_str(), &Actions, &Attr,
                              CArgv.data(), CEnv.data());
   posix_spawnattr_destroy(&Attr);
   posix_spawn_file_actions_destroy(&Actions);
-  if (!SpawnErr)
-    RunningGroup.store(I->Pid);
+  pid_t Expected = Spawning;
+  RunningGroup.compare_exchange_strong(Expected, SpawnErr ? 0 : I->Pid);
+  int Missed = StopWhileSpawning.exchange(0);
+  if (Missed) {
+    // Another thread took a stop signal meanwhile and left it to us: the
+    // new group goes first, then the signal is delivered again, to this
+    // thread once it is unblocked, and the link stops as it would have.
+    RunningGroup.store(0);
+    if (!SpawnErr)
+      stopGroup(I->Pid, Missed == SIGHUP ? SIGTERM : Missed);
+    pthread_kill(pthread_self(), Missed);
+  }
   pthread_sigmask(SIG_SETMASK, &OldMask, nullptr);
   CloseChildOnly();
   for (const ChildEnd &E : Ends)

@@ -130,8 +130,7 @@ uint64_t payloadBytes(StringRef Line) {
 
 std::string linkFrame(StringRef LinkerOutput, StringRef Triple,
                       ArrayRef<std::string> CommonArgs,
-                      ArrayRef<std::string> NativeFiles, StringRef Config,
-                      StringRef CombinedIndex) {
+                      ArrayRef<std::string> NativeFiles, StringRef Config) {
   std::string Frame;
   raw_string_ostream OS(Frame);
   json::OStream J(OS);
@@ -148,10 +147,9 @@ std::string linkFrame(StringRef LinkerOutput, StringRef Triple,
           J.value(F);
       });
       J.attribute("backend_config", int64_t(Config.size()));
-      J.attribute("combined_index", int64_t(CombinedIndex.size()));
     });
   });
-  OS << '\n' << Config << CombinedIndex;
+  OS << '\n' << Config;
   return Frame;
 }
 

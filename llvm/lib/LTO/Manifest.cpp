@@ -191,8 +191,7 @@ CommonPart makeCommonPart(const lto::Config &Conf, const Triple &TT,
   if (Native) {
     // dtlto-backend needs no flags: it gets the configuration itself.
     A.push_back("--config=" + Native->Config);
-    A.push_back("--combined-index=" + Native->CombinedIndex);
-    C.Inputs = {Native->Config, Native->CombinedIndex};
+    C.Inputs = {Native->Config};
     addProfileInputs(Conf, C);
     C.BatchArg = "--batch";
     A.insert(A.end(), CompilerArgs.begin(), CompilerArgs.end());

@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Process.h"
 #include <cstdlib>
 #include <optional>
 
@@ -31,6 +32,16 @@ static cl::opt<unsigned> TimeoutOpt(
     cl::desc("Stop the DTLTO distributor after this many seconds (default: "
              "0, no limit)"));
 
+static cl::opt<std::string> ReportOpt(
+    "dtlto-report", cl::value_desc("file.html"),
+    cl::desc("Write a report of the DTLTO link: a page (<file>.html) and a "
+             "Chrome trace (<file>.json)"));
+
+static cl::opt<bool> ProgressOpt(
+    "dtlto-progress",
+    cl::desc("Show the DTLTO jobs' progress on stderr (default: when stderr "
+             "is a terminal)"));
+
 static cl::opt<std::string> StreamOpt(
     "dtlto-stream", cl::value_desc("auto|on|off"),
     cl::desc("Hand DTLTO jobs to the distributor one by one as they are "
@@ -40,7 +51,8 @@ static cl::opt<std::string> StreamOpt(
 static cl::opt<unsigned> LocalJobsOpt(
     "dtlto-local-jobs", cl::value_desc("N"),
     cl::desc("Run up to N DTLTO jobs in the linker while the distributor "
-             "runs the others (default: 0)"));
+             "runs the others (default: 1 with a streaming distributor, "
+             "0 with a one-shot one)"));
 
 static cl::opt<std::string> HedgeOpt(
     "dtlto-hedge", cl::value_desc("factor"),
@@ -106,6 +118,35 @@ Expected<unsigned> dtlto::distributorTimeout() {
   return Seconds;
 }
 
+static bool isReportName(StringRef Path) {
+  return Path.size() > 5 && Path.ends_with_insensitive(".html");
+}
+
+Expected<std::string> dtlto::reportFile() {
+  if (ReportOpt.getNumOccurrences()) {
+    if (!isReportName(ReportOpt))
+      return createStringError(
+          inconvertibleErrorCode(),
+          "-dtlto-report='" + ReportOpt +
+              "': the report must be named <file>.html (its trace goes "
+              "next to it, as <file>.json)");
+    return ReportOpt;
+  }
+  std::optional<StringRef> V = env("DTLTO_REPORT");
+  if (!V)
+    return "";
+  if (!isReportName(*V))
+    return badEnv("DTLTO_REPORT", *V,
+                  "a file name ending in .html (the trace goes next to it, "
+                  "as <file>.json)");
+  return V->str();
+}
+
+Expected<bool> dtlto::progress() {
+  return boolSetting(ProgressOpt, "DTLTO_PROGRESS",
+                     sys::Process::StandardErrIsDisplayed());
+}
+
 Expected<dtlto::StreamMode> dtlto::streamMode() {
   StringRef V;
   std::string What;
@@ -130,16 +171,16 @@ Expected<dtlto::StreamMode> dtlto::streamMode() {
                                "' is not auto, on (1) or off (0)");
 }
 
-Expected<unsigned> dtlto::localJobs() {
+Expected<std::optional<unsigned>> dtlto::localJobs() {
   if (LocalJobsOpt.getNumOccurrences())
-    return LocalJobsOpt;
+    return std::optional<unsigned>(LocalJobsOpt);
   std::optional<StringRef> V = env("DTLTO_LOCAL_JOBS");
   if (!V)
-    return 0;
+    return std::nullopt;
   unsigned N;
   if (V->trim().getAsInteger(10, N) || N > 1024)
     return badEnv("DTLTO_LOCAL_JOBS", *V, "a number of jobs (0 to 1024)");
-  return N;
+  return std::optional<unsigned>(N);
 }
 
 Expected<double> dtlto::hedgeFactor() {

@@ -35,6 +35,7 @@
 #include "dtlto/Cache.h"
 #include "dtlto/Distributor.h"
 #include "dtlto/Events.h"
+#include "dtlto/LinkReport.h"
 #include "dtlto/Manifest.h"
 #include "dtlto/ObjectCheck.h"
 #include "dtlto/Options.h"
@@ -119,6 +120,25 @@ public:
 
 /// Where a job's object came from.
 enum class Source { None, Cache, Farm, LocalSlot, Hedge, Fallback };
+
+/// The same, as the link report names it.
+static ReportSource reported(Source From) {
+  switch (From) {
+  case Source::None:
+    return ReportSource::None;
+  case Source::Cache:
+    return ReportSource::Cache;
+  case Source::Farm:
+    return ReportSource::Distributor;
+  case Source::LocalSlot:
+    return ReportSource::LocalSlot;
+  case Source::Hedge:
+    return ReportSource::Hedge;
+  case Source::Fallback:
+    return ReportSource::Fallback;
+  }
+  return ReportSource::None;
+}
 
 /// The state of one module's backend compilation.
 struct JobState {
@@ -205,7 +225,7 @@ private:
   JobState *pickForLocalSlot(Source &Kind);
   void runInLocalSlot(JobState &State, Source Kind);
   bool finishJob(JobState &State, StringRef Object, Source From);
-  Expected<SmallString<0>> compileToBuffer(JobState &State);
+  Expected<SmallString<0>> compileToBuffer(JobState &State, Source Kind);
   Error writeInputCopies(ArrayRef<JobState *> Pending);
   Error writeCopiesOnce(ArrayRef<std::string> ModuleIDs);
   Error writeNativeBackendFiles();
@@ -279,6 +299,7 @@ private:
   size_t Unfinished = 0;          // jobs made, without an object yet
   unsigned LocalSlots = 0, LocalBusy = 0;
   double HedgeFactor = 0;
+  Clock::time_point LastEventAt; // the last line on the event channel
   std::optional<DefaultThreadPool> LocalPool;
   std::vector<double> SecondsPerByte; // of finished jobs, for hedging
   std::string EventChannelProblem;    // the first bad line, for one warning
@@ -297,6 +318,7 @@ void OutOfProcessBackend::jobFailed(JobState &State, Error E) {
     State.Failure = toString(std::move(E));
   else
     consumeError(std::move(E));
+  LinkReport::jobFailed(State.J, State.Failure);
 }
 
 // One error line for the link, however many jobs failed: the first failed
@@ -341,6 +363,11 @@ void OutOfProcessBackend::emitWarnings(ArrayRef<JobState *> Order) {
 
 Error OutOfProcessBackend::checkSettings() {
   StartTime = Clock::now();
+  if (Error E = LinkReport::begin(
+          S.LinkerOutputFile,
+          distributorShortName(S.Distributor, S.DistributorArgs),
+          S.RemoteCompiler, Cache.isValid(), Jobs.size()))
+    return E;
   Expected<std::optional<PluginChoice>> P = findPlugin(S.Distributor);
   if (!P)
     return P.takeError();
@@ -381,10 +408,15 @@ Error OutOfProcessBackend::checkSettings() {
               (!Compat && (*Mode == StreamMode::On ||
                            (*Mode == StreamMode::Auto &&
                             speaksStreamProtocol(*DistributorPath, FarmArgs))));
-  Expected<unsigned> Local = localJobs();
+  // By default the linker's own core joins a streaming farm: the link holds
+  // that core while it waits anyway, and with it stragglers are hedged
+  // (bench/farm.py: 0.64x one-shot's wall on a farm with a slow host). A
+  // one-shot distributor gets the whole manifest, exactly as LLVM's engine
+  // gives it, unless local jobs are asked for.
+  Expected<std::optional<unsigned>> Local = localJobs();
   if (!Local)
     return Local.takeError();
-  LocalSlots = Compat ? 0 : *Local;
+  LocalSlots = Compat ? 0 : Local->value_or(Streaming ? 1 : 0);
   Expected<double> Hedge = hedgeFactor();
   if (!Hedge)
     return Hedge.takeError();
@@ -392,8 +424,7 @@ Error OutOfProcessBackend::checkSettings() {
   if (LocalSlots)
     LocalPool.emplace(hardware_concurrency(LocalSlots));
   if (isNativeBackend(S.RemoteCompiler))
-    Native = NativeBackendFiles{backendConfigPath(S.LinkerOutputFile),
-                                combinedIndexPath(S.LinkerOutputFile)};
+    Native = NativeBackendFiles{backendConfigPath(S.LinkerOutputFile)};
   auto MakeCommon = [&](const NativeBackendFiles *Files) {
     return makeCommonPart(Conf, TT, S.LinkerOutputFile, S.RemoteCompiler,
                           S.RemoteCompilerPrependArgs, S.RemoteCompilerArgs,
@@ -401,10 +432,9 @@ Error OutOfProcessBackend::checkSettings() {
   };
   Common = MakeCommon(Native ? &*Native : nullptr);
   if (Cache.isValid()) {
-    // The per-link files of dtlto-backend are named by the linker's pid:
-    // key by what they hold (the configuration and the index are keyed
-    // already), not by their names.
-    NativeBackendFiles Stable{"<config>", "<combined-index>"};
+    // dtlto-backend's configuration is named by the linker's pid: key by
+    // what it holds (keyed already), not by its name.
+    NativeBackendFiles Stable{"<config>"};
     CommonPart KeyPart = MakeCommon(Native ? &Stable : nullptr);
     CompileID = remoteCompileID(KeyPart.Args, KeyPart.Inputs);
     // Cache keys hash the -mllvm options. Ours change how jobs run, not what
@@ -451,7 +481,9 @@ Error OutOfProcessBackend::start(
   // ImportList, ExportList, ResolvedODR and ModuleMap outlive wait().
   BackendThreadPool.async([&] {
     WorkerTrace Worker(trace());
-    if (Error E = prepareJob(State, ExportList, ResolvedODR))
+    Error E = prepareJob(State, ExportList, ResolvedODR);
+    LinkReport::jobPrepared(State.J, State.CacheHit);
+    if (E)
       jobFailed(State, std::move(E));
     else if (Streaming && !State.CacheHit)
       handOver(State);
@@ -552,7 +584,8 @@ Error OutOfProcessBackend::prepareJob(
   Req.EmitName = originalName(J.ModuleID);
   Req.EmitIndexFile = S.ShouldEmitIndexFiles;
   Req.EmitImportsFile = ShouldEmitImportsFiles;
-  Req.AddReferencedDeclarations = !Native;
+  // dtlto-backend, like clang, reads the job's summaries from its shard.
+  Req.AddReferencedDeclarations = true;
   Req.AddCalledDeclarations = TT.isOSBinFormatCOFF();
   if (Plugin)
     Req.InMemory = &State.Shard;
@@ -616,6 +649,7 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
   if (!Stream)
     return Stream.takeError();
   *(*Stream)->OS << Object;
+  LinkReport::objectLinked(J, Object.size(), reported(State.From));
   return (*Stream)->commit();
 }
 
@@ -634,6 +668,7 @@ bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
     if (Streaming && Farm && State.Handed && From != Source::Farm &&
         !State.Cancelled) {
       State.Cancelled = true;
+      LinkReport::cancelSent(State.J);
       Farm->send(cancelLine(State.Id));
     }
   }
@@ -644,10 +679,13 @@ bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
 }
 
 // Exactly what in-process ThinLTO does for one module, into memory, so that
-// the object goes to the link through finishJob like any other. It does not
-// enter the cache: its key says "compiled by the remote compiler".
-Expected<SmallString<0>> OutOfProcessBackend::compileToBuffer(JobState &State) {
+// the object goes to the link through finishJob like any other. A local
+// slot's object enters the cache (it is the farm's, byte for byte); the
+// fallback's does not: its job failed on the farm.
+Expected<SmallString<0>> OutOfProcessBackend::compileToBuffer(JobState &State,
+                                                              Source Kind) {
   ExtraScope Scope(Compat, "DTLTO compile in the linker", State.J.ModuleID);
+  LinkReport::LocalCompile Reported(State.J, reported(Kind));
   LTOLLVMContext Context(Conf);
   Expected<std::unique_ptr<llvm::Module>> M =
       State.Module->parseModule(Context);
@@ -670,6 +708,7 @@ Expected<SmallString<0>> OutOfProcessBackend::compileToBuffer(JobState &State) {
 
 Error OutOfProcessBackend::wait() {
   Error E = runJobs();
+  LinkReport::backendEnded(static_cast<bool>(E));
   Signals.reset();
   if (E)
     return failLink(std::move(E));
@@ -727,8 +766,8 @@ Error OutOfProcessBackend::writeCopiesOnce(ArrayRef<std::string> ModuleIDs) {
   return Error::success();
 }
 
-// dtlto-backend gets the linker's LTO configuration and the whole combined
-// index, once per link, and runs each job from them as in-process ThinLTO.
+// dtlto-backend gets the linker's LTO configuration once per link, and runs
+// each job from it and the job's shard as in-process ThinLTO.
 Error OutOfProcessBackend::writeNativeBackendFiles() {
   ExtraScope Scope(Compat, "DTLTO write dtlto-backend inputs");
   std::vector<std::string> Mllvm;
@@ -736,12 +775,7 @@ Error OutOfProcessBackend::writeNativeBackendFiles() {
     if (!isEngineOption(A))
       Mllvm.push_back(A);
   Temps.add(Native->Config);
-  if (Error E = writeBackendConfig(Native->Config, Conf, Mllvm))
-    return E;
-  Temps.add(Native->CombinedIndex);
-  return writeFile(
-      Native->CombinedIndex, "combined index",
-      [&](raw_ostream &OS) { writeIndexToFile(CombinedIndex, OS); });
+  return writeBackendConfig(Native->Config, Conf, Mllvm);
 }
 
 // Writes what the jobs share and the manifest (streaming: with no jobs),
@@ -770,6 +804,7 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
     }
   }
   FarmStart = Clock::now();
+  LinkReport::distributorStarted(ManifestJobs);
   Expected<std::unique_ptr<DistributorProcess>> P = DistributorProcess::start(
       *DistributorPath, FarmArgs, Manifest, Stream, /*Payloads=*/bool(Plugin),
       [this](StringRef Line, StringRef Payload) { onEventLine(Line, Payload); },
@@ -780,8 +815,10 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
         }
         Changed.notify_all();
       });
-  if (!P)
+  if (!P) {
+    LinkReport::distributorEnded(/*Failed=*/true);
     return P.takeError();
+  }
   if (Plugin)
     (*P)->send(std::move(LinkFrame));
   std::lock_guard<std::mutex> Lock(Mu);
@@ -791,8 +828,8 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
 }
 
 // What a plugin's jobs share: the common args, and what dtlto-backend reads
-// besides a job's inputs (the LTO configuration and the combined index),
-// which plugins that run dtlto-backend need whatever the remote compiler.
+// besides a job's inputs (the LTO configuration), which plugins that run
+// dtlto-backend need whatever the remote compiler.
 std::string OutOfProcessBackend::pluginLinkFrame() {
   ExtraScope Scope(Compat, "DTLTO serialize plugin inputs");
   std::vector<std::string> Mllvm;
@@ -807,19 +844,15 @@ std::string OutOfProcessBackend::pluginLinkFrame() {
     consumeError(Config.takeError());
     Config = std::string();
   }
-  SmallString<0> Index;
-  raw_svector_ostream OS(Index);
-  writeIndexToFile(CombinedIndex, OS);
   std::vector<std::string> NativeFiles;
   if (Native) {
     // A plugin that asks for files gets them at these names (the host
     // writes them); registered so that a crashed host leaves none.
-    NativeFiles = {Native->Config, Native->CombinedIndex};
+    NativeFiles = {Native->Config};
     Temps.add(Native->Config);
-    Temps.add(Native->CombinedIndex);
   }
   return linkFrame(S.LinkerOutputFile, TT.str(), Common.Args, NativeFiles,
-                   *Config, Index);
+                   *Config);
 }
 
 // A module file's bytes for a plugin: the copy input preparation holds in
@@ -921,6 +954,8 @@ void OutOfProcessBackend::handOver(JobState &State) {
   State.Id = Handed.size();
   State.HandedAt = Clock::now();
   Handed.push_back(&State);
+  // Before the job is sent: its events find it in the report.
+  LinkReport::jobHandedOver(State.J, State.Id);
   if (!Plugin) {
     Farm->send(jobRecordLine(State.Id, State.J));
     return;
@@ -938,10 +973,12 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
     return;
   Expected<JobEvent> E = parseJobEvent(Line);
   std::unique_lock<std::mutex> Lock(Mu);
+  LastEventAt = Clock::now();
   if (E && E->Id >= Handed.size())
     E = makeError("job " + Twine(E->Id) + " does not exist (" +
                   Twine(Handed.size()) + " jobs)");
   if (!E) {
+    LinkReport::badEvent();
     std::string Why = toString(E.takeError());
     if (EventChannelProblem.empty()) {
       std::string Shown = Line.take_front(80).str();
@@ -958,6 +995,7 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
   }
   JobState &State = *Handed[E->Id];
   ++EventsSeen;
+  LinkReport::jobEvent(*E);
   switch (E->What) {
   case JobEvent::Started:
     State.FarmStarted = true;
@@ -1077,6 +1115,7 @@ void OutOfProcessBackend::fillLocalSlots(std::unique_lock<std::mutex> &Lock) {
     // The farm need not run what the linker now runs itself.
     if (Streaming && Farm && !State->FarmStarted) {
       State->Cancelled = true;
+      LinkReport::cancelSent(State->J);
       Farm->send(cancelLine(State->Id));
     }
     LocalPool->async([this, State, Kind] { runInLocalSlot(*State, Kind); });
@@ -1087,11 +1126,17 @@ void OutOfProcessBackend::runInLocalSlot(JobState &State, Source Kind) {
   Clock::time_point Start = Clock::now();
   {
     WorkerTrace Worker(trace());
-    Expected<SmallString<0>> Object = compileToBuffer(State);
+    // A local slot that took a job the farm gave up on is its fallback.
+    if (Kind == Source::Fallback)
+      LinkReport::fellBack(State.J, State.FallbackReason);
+    Expected<SmallString<0>> Object = compileToBuffer(State, Kind);
     if (!Object)
       jobFailed(State, Object.takeError());
-    else
-      finishJob(State, *Object, Kind);
+    else if (finishJob(State, *Object, Kind) && Kind != Source::Fallback)
+      // A job the farm would have run: its object, which is the farm's
+      // byte for byte, serves the next link as the farm's would (a cache
+      // filled by a link with local slots would otherwise miss their jobs).
+      storeInCache(State, *Object);
   }
   {
     std::lock_guard<std::mutex> Lock(Mu);
@@ -1188,7 +1233,8 @@ Error OutOfProcessBackend::runJobs() {
   {
     TimeTraceScope Scope("Execute DTLTO distributor",
                          Plugin ? S.Distributor : *DistributorPath);
-    std::optional<Clock::time_point> Deadline;
+    std::optional<Clock::time_point> Deadline, AllInAt;
+    const auto CancelGrace = std::chrono::seconds(10);
     std::unique_lock<std::mutex> Lock(Mu);
     if (Farm && TimeoutSeconds)
       Deadline = FarmStart + std::chrono::seconds(TimeoutSeconds);
@@ -1205,6 +1251,20 @@ Error OutOfProcessBackend::runJobs() {
             return S->From != Source::Farm;
           }))))
         break;
+      // A streaming farm that still runs once every object is in has been
+      // told to cancel what it runs; once it has said nothing for 10 s it
+      // is stopped: a farm that ignores cancels must not hold up a link
+      // that has everything.
+      if (!Unfinished && !LocalBusy && Farm && Streaming) {
+        if (!AllInAt)
+          AllInAt = Clock::now();
+        // Quiet since every object came in, or since its last event: a
+        // farm answering cancels one by one on a loaded machine is waited
+        // for.
+        AllInAt = std::max(*AllInAt, LastEventAt);
+        if (Clock::now() >= *AllInAt + CancelGrace)
+          break;
+      }
       if (Deadline && Clock::now() >= *Deadline) {
         Lock.unlock();
         Farm->stop();
@@ -1220,6 +1280,8 @@ Error OutOfProcessBackend::runJobs() {
       Clock::time_point Wake = Clock::now() + std::chrono::hours(24);
       if (LocalSlots && HedgeFactor > 0)
         Wake = Clock::now() + std::chrono::milliseconds(200);
+      if (AllInAt)
+        Wake = std::min(Wake, *AllInAt + CancelGrace);
       if (Deadline)
         Wake = std::min(Wake, *Deadline);
       Changed.wait_until(Lock, Wake);
@@ -1259,6 +1321,7 @@ Error OutOfProcessBackend::runJobs() {
                          "(docs/plugins.md)");
       }
       P.reset(); // its threads are gone: no more events
+      LinkReport::distributorEnded(static_cast<bool>(DistributorError));
     }
   }
   Run.DistributorSeconds = Run.DistributorRan ? secondsSince(FarmStart) : 0;
@@ -1342,6 +1405,7 @@ Error OutOfProcessBackend::runJobs() {
       continue;
     }
     FellBack.push_back(State);
+    LinkReport::fellBack(State->J, State->FallbackReason);
     // After a failed distributor one warning says it all.
     if (!Failed && !Unheard)
       State->Warnings.push_back(State->FallbackReason +
@@ -1375,7 +1439,8 @@ Error OutOfProcessBackend::runJobs() {
     for (JobState *State : FellBack)
       BackendThreadPool.async([this, State] {
         WorkerTrace Worker(trace());
-        Expected<SmallString<0>> Object = compileToBuffer(*State);
+        Expected<SmallString<0>> Object =
+            compileToBuffer(*State, Source::Fallback);
         if (!Object)
           jobFailed(*State, Object.takeError());
         else

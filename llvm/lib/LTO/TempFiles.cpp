@@ -1,6 +1,7 @@
 //===- TempFiles.cpp - Names and lifetime of DTLTO temporary files --------===//
 
 #include "dtlto/TempFiles.h"
+#include "dtlto/Signals.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -55,11 +56,6 @@ std::string engineInfoPath(StringRef ManifestPath) {
 std::string backendConfigPath(StringRef LinkerOutputFile) {
   return inTempDir(LinkerOutputFile, sys::path::stem(LinkerOutputFile) + "." +
                                          pidString() + ".dtlto-config.json");
-}
-
-std::string combinedIndexPath(StringRef LinkerOutputFile) {
-  return inTempDir(LinkerOutputFile, sys::path::stem(LinkerOutputFile) + "." +
-                                         pidString() + ".dtlto-index.bc");
 }
 
 std::string objectPath(StringRef LinkerOutputFile, StringRef ModuleID,
@@ -156,11 +152,6 @@ std::vector<std::string> strayCompilerFiles(ArrayRef<std::string> ObjectPaths) {
   return Found;
 }
 
-void registerTempFile(StringRef Path, bool Keep) {
-  if (!Keep)
-    sys::RemoveFileOnSignal(Path);
-}
-
 // Removing a file that is on disk costs I/O latency, not CPU: on a
 // filesystem that discards freed blocks it was ~1.5 ms a file here, most of
 // the engine's own time in a link of a hundred modules. Requests issued from
@@ -171,7 +162,7 @@ void removeTempFiles(ArrayRef<std::string> Paths, bool Keep) {
   auto RemoveFrom = [&](size_t Begin, size_t Step) {
     for (size_t I = Begin; I < Paths.size(); I += Step) {
       sys::fs::remove(Paths[I]);
-      sys::DontRemoveFileOnSignal(Paths[I]);
+      unregisterTempFile(Paths[I]);
     }
   };
   size_t Threads = std::min<size_t>(8, (Paths.size() + 15) / 16);
@@ -196,7 +187,7 @@ void TempFileSet::forget(StringRef Path) {
     return;
   Paths.erase(It);
   if (!Keep)
-    sys::DontRemoveFileOnSignal(Path);
+    unregisterTempFile(Path);
 }
 
 void TempFileSet::removeAll() {

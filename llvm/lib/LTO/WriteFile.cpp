@@ -1,10 +1,10 @@
 //===- WriteFile.cpp - Writing a file, with one error for every failure ---===//
 
 #include "dtlto/WriteFile.h"
+#include "dtlto/Signals.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Signals.h"
 
 using namespace llvm;
 
@@ -16,14 +16,14 @@ std::error_code writeFileOrError(StringRef Path,
   std::string Target = Atomic ? (Path + ".tmp").str() : Path.str();
   // A process stopped by a signal must not leave the half-written file.
   if (Atomic)
-    sys::RemoveFileOnSignal(Target);
+    registerTempFile(Target, /*Keep=*/false);
   std::error_code EC;
   {
     raw_fd_ostream OS(Target, EC, sys::fs::OF_None);
     if (EC) {
       // Nothing was created: whatever is at Target is not ours to remove.
       if (Atomic)
-        sys::DontRemoveFileOnSignal(Target);
+        unregisterTempFile(Target);
       return EC;
     }
     Write(OS);
@@ -37,7 +37,7 @@ std::error_code writeFileOrError(StringRef Path,
   if (EC)
     sys::fs::remove(Target);
   if (Atomic)
-    sys::DontRemoveFileOnSignal(Target);
+    unregisterTempFile(Target);
   return EC;
 }
 

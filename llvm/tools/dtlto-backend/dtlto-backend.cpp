@@ -2,20 +2,22 @@
 //
 // Runs DTLTO jobs exactly as LLVM's in-process ThinLTO backend would run them
 // in the linker: the linker's LTO configuration (read from --config, written
-// by the engine), the link's combined summary index (--combined-index), the
-// module's import list (from its shard, -fthinlto-index=), imported modules
-// loaded lazily from their files, then lto::thinBackend, the same function
-// in-process ThinLTO calls. The object is the one in-process ThinLTO makes.
+// by the engine), the module's share of the link's summary index and its
+// import list (its shard, -fthinlto-index=), imported modules loaded lazily
+// from their files, then lto::thinBackend, the same function in-process
+// ThinLTO calls. The object is the one in-process ThinLTO makes.
 //
 // It takes the job shape every distributor already runs:
-//   common.args = dtlto-backend --config=<c> --combined-index=<i>
+//   common.args = dtlto-backend --config=<c>
 //   job.args    = <module> -fthinlto-index=<shard> -o <object>
+// A job reads nothing of the rest of the program: its inputs grow with its
+// module and its imports, not with the link.
 // With --batch it runs many jobs in one process: each line of stdin is a job's
 // arguments as a JSON array of strings, and each job gets one line on stdout,
 // {"ok":true} or {"ok":false,"error":"..."}, once its object is written.
-// Without --config and --combined-index it is the farm side of distcc and
-// icecream: `-c <bundle> -o <object>` runs the one job in the bundle
-// (Bundle.h, docs/bundle.md).
+// Without --config it is the farm side of distcc and icecream:
+// `-c <bundle> -o <object>` runs the one job in the bundle (Bundle.h,
+// docs/bundle.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,22 +54,20 @@ using namespace llvm;
 static codegen::RegisterCodeGenFlags CodeGenFlags;
 
 static const char *const Usage =
-    "usage: dtlto-backend --config=<file> --combined-index=<file>\n"
+    "usage: dtlto-backend --config=<file>\n"
     "                     <module> -fthinlto-index=<shard> -o <object>\n"
-    "       dtlto-backend --config=<file> --combined-index=<file> --batch\n"
+    "       dtlto-backend --config=<file> --batch\n"
     "       dtlto-backend -c <bundle>|- -o <object>\n"
     "       dtlto-backend --memory\n"
     "\n"
     "Runs ThinLTO backend jobs exactly as in-process ThinLTO runs them in the\n"
-    "linker. The engine writes --config and --combined-index once per link "
-    "and\n"
-    "lists both in the manifest's common.inputs. With --batch, each line of\n"
-    "stdin is one job's arguments as a JSON array of strings; each job gets "
-    "one\n"
-    "line on stdout, {\"ok\":true} or {\"ok\":false,\"error\":\"...\"}.\n"
-    "Without --config and --combined-index it runs the one job of a bundle\n"
-    "(what distcc and icecream send, see docs/bundle.md) and writes its "
-    "object\n"
+    "linker. The engine writes --config once per link and lists it in the\n"
+    "manifest's common.inputs; each job's summaries come from its shard. With\n"
+    "--batch, each line of stdin is one job's arguments as a JSON array of\n"
+    "strings; each job gets one line on stdout, {\"ok\":true} or\n"
+    "{\"ok\":false,\"error\":\"...\"}.\n"
+    "Without --config it runs the one job of a bundle\n"
+    "(what distcc and icecream send, see docs/bundle.md) and writes its object\n"
     "to -o; other options, which those daemons add, are ignored.\n"
     "With --memory it is a worker of the local distributor plugin: the link\n"
     "and its jobs come on stdin and the objects go to stdout, no file is\n"
@@ -91,8 +91,6 @@ struct ModuleFile {
 /// What every job of a link shares, loaded once per process.
 struct Link {
   lto::Config Conf;
-  std::unique_ptr<ModuleSummaryIndex> Index;
-  DenseMap<StringRef, GVSummaryMapTy> DefinedPerModule;
   /// Module files opened so far. A batch worker's jobs import from the same
   /// few modules again and again; opening each once, as in-process ThinLTO
   /// does with its inputs, saves about 1% of CPython's backend time. The
@@ -147,24 +145,25 @@ static Expected<BitcodeModule> openModule(Link &L, StringRef Path,
   return F->BM;
 }
 
-// Compiles Module, whose import list is in Shard, into Object.
+// Compiles Module into Object. Its shard (ShardName in errors) is the
+// backend's index, as for clang: the module's own summaries, those it
+// imports and those it refers to, as the thin link left them (in-process
+// ThinLTO looks these up in the whole index), and its import list.
 static Error compileModule(Link &L, StringRef ModuleName,
                            const ModuleSummaryIndex &Shard,
-                           SmallString<0> &Object) {
+                           StringRef ShardName, SmallString<0> &Object) {
   Expected<BitcodeModule> BM = openModule(L, ModuleName, "module");
   if (!BM)
     return BM.takeError();
 
+  if (!Shard.modulePaths().count(ModuleName))
+    return fail("the index shard '" + ShardName + "' knows no module '" +
+                ModuleName + "': the job does not belong to this link");
   // A module that defines nothing live (all its code compiled out) has no
   // summaries, but is still a module of the link.
-  static const GVSummaryMapTy NoDefinitions;
-  if (!L.Index->modulePaths().count(ModuleName))
-    return fail("the combined index knows no module '" + ModuleName +
-                "': the job does not belong to this link");
-  auto DefinedIt = L.DefinedPerModule.find(ModuleName);
-  const GVSummaryMapTy &Defined = DefinedIt == L.DefinedPerModule.end()
-                                      ? NoDefinitions
-                                      : DefinedIt->second;
+  DenseMap<StringRef, GVSummaryMapTy> DefinedPerModule;
+  Shard.collectDefinedGVSummariesPerModule(DefinedPerModule);
+  const GVSummaryMapTy &Defined = DefinedPerModule[ModuleName];
 
   lto::LTOLLVMContext Context(L.Conf);
   Expected<std::unique_ptr<Module>> M = BM->parseModule(Context);
@@ -191,7 +190,7 @@ static Error compileModule(Link &L, StringRef ModuleName,
     return std::make_unique<CachedFileStream>(
         std::make_unique<raw_svector_ostream>(Object));
   };
-  return lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, *L.Index,
+  return lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, Shard,
                           ImportList, Defined, &ModuleMap, L.Conf.CodeGenOnly);
 }
 
@@ -206,7 +205,7 @@ static Error runJob(Link &L, const JobArgs &J) {
     return fail("cannot read the index shard '" + J.Shard +
                 "': " + toString(Shard.takeError()));
   SmallString<0> Object;
-  if (Error E = compileModule(L, J.Module, **Shard, Object))
+  if (Error E = compileModule(L, J.Module, **Shard, J.Shard, Object))
     return E;
   // Atomically: a distributor that collects outputs never sees half an object.
   return dtlto::writeFile(J.Object, "object",
@@ -247,9 +246,8 @@ static int runBatch(Link &L) {
   return 0;
 }
 
-// Sets up what every job of the link shares, in two steps: the
-// configuration (Text, named ConfigName in errors), the -mllvm options in it
-// and the targets; then the combined index.
+// Sets up what every job of the link shares: the configuration (Text, named
+// ConfigName in errors), the -mllvm options in it and the targets.
 static Error loadConfig(Link &L, StringRef ConfigName, StringRef Text) {
   Expected<dtlto::BackendConfigHeader> H =
       dtlto::parseBackendConfig(ConfigName, Text, L.Conf);
@@ -279,18 +277,6 @@ static Error loadConfig(Link &L, StringRef ConfigName, StringRef Text) {
   return Error::success();
 }
 
-static Error loadIndex(Link &L, MemoryBufferRef IndexBuffer) {
-  Expected<std::unique_ptr<ModuleSummaryIndex>> Index =
-      getModuleSummaryIndex(IndexBuffer);
-  if (!Index)
-    return fail("cannot read the combined index '" +
-                IndexBuffer.getBufferIdentifier() +
-                "': " + toString(Index.takeError()));
-  L.Index = std::move(*Index);
-  L.Index->collectDefinedGVSummariesPerModule(L.DefinedPerModule);
-  return Error::success();
-}
-
 //===----------------------------------------------------------------------===//
 // Memory mode: the worker of the local plugin (docs/plugins.md)
 //===----------------------------------------------------------------------===//
@@ -298,8 +284,7 @@ static Error loadIndex(Link &L, MemoryBufferRef IndexBuffer) {
 // `dtlto-backend --memory` reads everything from stdin and writes objects to
 // stdout; it touches no file. Each message is one JSON line followed by the
 // bytes it announces:
-//   in:  {"config": C, "index": I}             then the configuration and
-//                                               the combined index, once
+//   in:  {"config": C}                         then the configuration, once
 //        {"inputs": [{"name": N, "size": S}...]} then each input's bytes:
 //                                               the module, its shard, the
 //                                               modules it imports from
@@ -360,22 +345,19 @@ static void reply(const json::Object &O, StringRef Payload = "") {
 
 static int runMemoryWorker() {
   Input In;
-  std::string Line, Config, IndexBytes;
+  std::string Line, Config;
   if (!In.line(Line))
     return 0;
   Expected<json::Value> Head = json::parse(Line);
   const json::Object *H = Head ? Head->getAsObject() : nullptr;
   if (!Head)
     consumeError(Head.takeError());
-  if (!H || !H->getInteger("config") || !H->getInteger("index") ||
-      !In.bytes(*H->getInteger("config"), Config) ||
-      !In.bytes(*H->getInteger("index"), IndexBytes))
+  if (!H || !H->getInteger("config") ||
+      !In.bytes(*H->getInteger("config"), Config))
     return die(fail("--memory: the first message must be "
-                    "{\"config\": C, \"index\": I} and their bytes"));
+                    "{\"config\": C} and its bytes"));
   Link L;
   if (Error E = loadConfig(L, "<memory>", Config))
-    return die(std::move(E));
-  if (Error E = loadIndex(L, MemoryBufferRef(IndexBytes, "<memory>")))
     return die(std::move(E));
 
   while (In.line(Line)) {
@@ -398,7 +380,7 @@ static int runMemoryWorker() {
                         "bytes"));
       Files.emplace_back(Name->str(), std::move(Data));
     }
-    // The modules, by the names the combined index knows them by. One sent
+    // The modules, by the names the shards know them by. One sent
     // before is the same file: the link's inputs do not change.
     Error E = Error::success();
     for (size_t I = 0; I < Files.size() && !E; ++I) {
@@ -427,7 +409,7 @@ static int runMemoryWorker() {
         E = fail("cannot read the index shard '" + Files[1].first +
                  "': " + toString(Shard.takeError()));
       else
-        E = compileModule(L, Files[0].first, **Shard, Object);
+        E = compileModule(L, Files[0].first, **Shard, Files[1].first, Object);
     }
     if (E)
       reply(json::Object{{"ok", false}, {"error", toString(std::move(E))}});
@@ -442,7 +424,7 @@ static int runMemoryWorker() {
 namespace {
 /// dtlto-backend's own command line.
 struct Invocation {
-  std::string ConfigPath, IndexPath;
+  std::string ConfigPath;
   bool Batch = false;
   std::vector<std::string> JobArgv;
 };
@@ -456,9 +438,8 @@ static int die(Error E) {
 // Runs the job(s) of Inv. With ObjectOverride, the job's object is written
 // there instead of to its -o (a bundle's job writes where its daemon says).
 static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
-  if (Inv.ConfigPath.empty() || Inv.IndexPath.empty())
-    return die(
-        fail("--config= and --combined-index= are required\n" + Twine(Usage)));
+  if (Inv.ConfigPath.empty())
+    return die(fail("--config= is required\n" + Twine(Usage)));
 
   Link L;
   ErrorOr<std::unique_ptr<MemoryBuffer>> Config =
@@ -468,19 +449,12 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
                     "' cannot be read: " + Config.getError().message()));
   if (Error E = loadConfig(L, Inv.ConfigPath, (*Config)->getBuffer()))
     return die(std::move(E));
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Index = MemoryBuffer::getFile(
-      Inv.IndexPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!Index)
-    return die(fail("cannot read the combined index '" + Inv.IndexPath +
-                    "': " + Index.getError().message()));
-  if (Error E = loadIndex(L, **Index))
-    return die(std::move(E));
 
   if (Inv.Batch) {
     int RC = runBatch(L);
     // Every object is written and every reply flushed. The distributor waits
-    // for its workers after the link's last job: freeing the combined index
-    // and modules here would only make the link wait longer.
+    // for its workers after the link's last job: freeing the modules here
+    // would only make the link wait longer.
     outs().flush();
     sys::Process::Exit(RC, /*NoCleanup=*/true);
   }
@@ -501,8 +475,6 @@ static Invocation parseInvocation(ArrayRef<std::string> Args) {
     StringRef A = Arg;
     if (A.consume_front("--config="))
       Inv.ConfigPath = A.str();
-    else if (A.consume_front("--combined-index="))
-      Inv.IndexPath = A.str();
     else if (A == "--batch")
       Inv.Batch = true;
     else
@@ -573,9 +545,8 @@ static Expected<FarmArgs> parseFarmArgs(ArrayRef<std::string> Args) {
     }
   }
   if (F.Input.empty() || F.Output.empty())
-    return fail("without --config= and --combined-index=, dtlto-backend "
-                "runs a bundle: -c <bundle> -o <object> (or '-' for "
-                "stdin)\n" +
+    return fail("without --config=, dtlto-backend runs a bundle: -c <bundle> "
+                "-o <object> (or '-' for stdin)\n" +
                 Twine(Usage));
   return F;
 }
@@ -728,7 +699,7 @@ int main(int argc, const char **argv) {
     Args.push_back(A.str());
   }
   Invocation Inv = parseInvocation(Args);
-  if (Inv.ConfigPath.empty() && Inv.IndexPath.empty() && !Inv.Batch)
+  if (Inv.ConfigPath.empty() && !Inv.Batch)
     return runBundle(Args);
   return runInvocation(Inv, "");
 }

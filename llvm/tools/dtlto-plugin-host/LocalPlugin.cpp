@@ -159,15 +159,11 @@ bool Session::start(Worker &W, std::string &Error) {
   W.Out = FromChild[0];
   std::string Head;
   raw_string_ostream OS(Head);
-  OS << json::Value(json::Object{{"config", int64_t(Link->backend_config.size)},
-                                 {"index", int64_t(Link->combined_index.size)}})
+  OS << json::Value(json::Object{{"config", int64_t(Link->backend_config.size)}})
      << "\n";
   StringRef Config(static_cast<const char *>(Link->backend_config.data),
                    Link->backend_config.size);
-  StringRef Index(static_cast<const char *>(Link->combined_index.data),
-                  Link->combined_index.size);
-  if (!writeAll(W.In, Head) || !writeAll(W.In, Config) ||
-      !writeAll(W.In, Index)) {
+  if (!writeAll(W.In, Head) || !writeAll(W.In, Config)) {
     Error = "the dtlto-backend worker " + W.stop() + " at its start";
     return false;
   }

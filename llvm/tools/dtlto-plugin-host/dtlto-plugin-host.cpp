@@ -290,8 +290,7 @@ uint64_t linkBytes(const json::Object &O) {
   const json::Object *L = O.getObject("link");
   if (!L)
     return 0;
-  return L->getInteger("backend_config").value_or(0) +
-         L->getInteger("combined_index").value_or(0);
+  return L->getInteger("backend_config").value_or(0);
 }
 
 uint64_t jobBytes(const json::Object &O) {
@@ -325,7 +324,6 @@ void Host::openSession(const json::Object &O, std::string Payload) {
     die(1, "the engine sent no link first");
   LinkData = std::move(Payload);
   size_t ConfigSize = L->getInteger("backend_config").value_or(0);
-  size_t IndexSize = L->getInteger("combined_index").value_or(0);
   LinkStrings.push_back(L->getString("linker_output").value_or("").str());
   LinkStrings.push_back(L->getString("triple").value_or("").str());
   if (const json::Array *A = L->getArray("args"))
@@ -338,18 +336,15 @@ void Host::openSession(const json::Object &O, std::string Payload) {
   Link.args = LinkArgs.data();
   Link.num_args = LinkArgs.size();
   Link.backend_config = {LinkData.data(), ConfigSize};
-  Link.combined_index = {LinkData.data() + ConfigSize, IndexSize};
   Link.dtlto_backend = BackendPath.empty() ? nullptr : BackendPath.c_str();
 
   if (Plugin->flags & DTLTO_PLUGIN_INPUT_FILES)
-    if (const json::Array *N = L->getArray("native_files"); N && N->size() == 2)
-      for (size_t I = 0; I < 2; ++I)
-        if (!writeMissing((*N)[I].getAsString().value_or(""),
-                          I ? StringRef(LinkData).substr(ConfigSize, IndexSize)
-                            : StringRef(LinkData).substr(0, ConfigSize),
-                          NativeWritten))
-          die(1, "cannot write '" + (*N)[I].getAsString().value_or("") +
-                     "' for the plugin");
+    if (const json::Array *N = L->getArray("native_files"); N && N->size() == 1)
+      if (!writeMissing((*N)[0].getAsString().value_or(""),
+                        StringRef(LinkData).substr(0, ConfigSize),
+                        NativeWritten))
+        die(1, "cannot write '" + (*N)[0].getAsString().value_or("") +
+                   "' for the plugin");
 
   Engine = {this, onAccepted, onStarted, onDone, onFailed, onCancelled, onLog};
   char Err[1024] = "";

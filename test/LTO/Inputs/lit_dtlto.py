@@ -73,9 +73,18 @@ if not _missing and subprocess.run(
     _missing.append("a private mount namespace (unshare -m needs root)")
 if not _missing:
     config.available_features.add("mount-namespace")
+# Feature "chromium": Debian's headless browser, which renders the link
+# report in the report tests.
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
+else:
+    _missing.append("chromium (chromium), for the link report tests")
 config.substitutions.append(("%{env-missing}", "; ".join(_missing) or "nothing"))
 
 # The errors of a failed job or distributor, as seen with the local fallback
 # (on by default: the link compiles such jobs itself) turned off.
 config.substitutions.append(("%{no-fallback}", "-mllvm -dtlto-local-fallback=false"))
 config.substitutions.append(("%{coff-no-fallback}", "/mllvm:-dtlto-local-fallback=false"))
+
+# The link report: its Python tool (check, summary, page, render).
+config.substitutions.append(("%{report}", f"{_python} {os.path.join(_utils, 'report.py')}"))

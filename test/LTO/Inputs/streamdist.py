@@ -3,7 +3,7 @@ the engine's tests (dtltodist has its own implementation; this one is kept
 independent of it, and small).
 
   streamdist.py [--log FILE] [--hold TEXT]... [--fail TEXT]... [--bad-line]
-                [--exit-after N] MANIFEST
+                [--exit-after N] [--ignore-cancels] MANIFEST
 
 dtlto-stream-protocol: 1   (this line makes the engine stream to it)
 
@@ -14,7 +14,8 @@ at once, and logs what it got to --log, one line each: "mode stream" or
 Jobs whose module path contains a --hold text are reported started and then
 never run: they finish only when cancelled. Jobs matching --fail are
 reported failed (retry false) and write nothing. --bad-line writes a line
-that is no event first; --exit-after N exits 3 after N jobs have finished.
+that is no event first; --exit-after N exits 3 after N jobs have finished;
+--ignore-cancels logs cancels and does nothing else (held jobs stay held).
 """
 import argparse
 import json
@@ -30,6 +31,7 @@ p.add_argument("--log")
 p.add_argument("--hold", action="append", default=[])
 p.add_argument("--fail", action="append", default=[])
 p.add_argument("--bad-line", action="store_true")
+p.add_argument("--ignore-cancels", action="store_true")
 p.add_argument("--exit-after", type=int)
 p.add_argument("manifest")
 a = p.parse_args()
@@ -60,7 +62,8 @@ queue = []       # (id, job) to run
 held = {}        # id -> job, waiting for a cancel
 running = {}     # Popen -> id
 finished = 0
-ended = jobs_fd is None
+ended = jobs_fd is None   # no more jobs
+closed = jobs_fd is None  # the job channel at its end: cancels come until then
 
 
 def take(job_id, job):
@@ -99,7 +102,7 @@ def code():
         if a.exit_after is not None and finished >= a.exit_after:
             return 3
         readable = []
-        if feed is not None and not ended:
+        if feed is not None and not closed:
             readable, _, _ = select.select([feed], [], [], 0.05)
         else:
             time.sleep(0.05)
@@ -117,9 +120,9 @@ def code():
 
 
 def yield_lines(chunk):
-    global pending, ended
+    global pending, ended, closed
     if not chunk:
-        ended = True  # the engine closed the channel
+        ended = closed = True  # the engine closed the channel
         return
     pending += chunk
     while b"\n" in pending:
@@ -128,6 +131,8 @@ def yield_lines(chunk):
         if "end" in record:
             note("end")
             ended = True
+        elif "cancel" in record and a.ignore_cancels:
+            note(f"ignored cancel {record['cancel']}")
         elif "cancel" in record:
             job_id = record["cancel"]
             note(f"cancel {job_id}")

@@ -284,10 +284,21 @@ def main():
     distributor = wait_for_process(proc, FAULTDIST)
     if distributor:
         os.kill(distributor[1], signal.SIGTERM)
-    proc.communicate()
+    try:
+        proc.communicate(timeout=120)
+        hung = ""
+    except subprocess.TimeoutExpired:
+        # mold's parent waits on a pipe its child's descendants hold: a
+        # distributor left running keeps the link from ever ending.
+        proc.kill()
+        proc.communicate()
+        hung = " (the link HUNG: stopped after 120 s)"
+    running = distributor and alive(distributor[0])
     print(f"interrupted: {'stopped' if distributor else 'NO DISTRIBUTOR SEEN'}, "
           f"exit {'non-zero' if proc.returncode else 0}, left {listing(d) or 0}, "
-          f"distributor {'gone' if distributor and not alive(distributor[0]) else 'RUNNING'}")
+          f"distributor {'RUNNING' if running or not distributor else 'gone'}{hung}")
+    if running:
+        os.kill(distributor[0], signal.SIGKILL)
 
 
 def processes():

@@ -31,14 +31,13 @@ import os
 import shlex
 import shutil
 import signal
-import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
 from . import cli, paths
 from .manifest import Job, Manifest
 from .report import (EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, Reporter, exit_code_for_signal,
-                     plural, size_text)
+                     plural, size_text, usage_error)
 from .runner import JobResult, check_outputs, output_problem, supervise
 
 # Failing jobs named one per line, up to this many: a farm that failed
@@ -63,6 +62,9 @@ class Plan:
     prepare: Callable[[str], None] | None = None  # (directory): the rest of its files; OSError
     staged: dict[int, str] = field(default_factory=dict)  # job index -> where its object lands
     collect: Callable[[Job, str], str] | None = None  # (job, staged path) -> problem, or ''
+    # Printed when the engine is about to run (after every check that may
+    # refuse the run, so that a refusal stays one line).
+    warning: str = ""
 
 
 # make_plan(manifest, directory) -> Plan; directory is absolute and is where
@@ -74,8 +76,8 @@ def read_user_file(path: str, option: str) -> str:
     """The text of a file the user gave instead of a generated one (a site's
     template or profile), or PlanError naming the option."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with paths.open_input(path) as f:
+            return f.read().decode("utf-8")
     except OSError as e:
         raise PlanError(f"cannot read {option} {path}: {e.strerror}") from None
     except UnicodeDecodeError:
@@ -109,8 +111,7 @@ def run(prog: str, args, slug: str, make_plan: MakePlan,
     try:
         plan = make_plan(m, directory)
     except PlanError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(prog, str(e))
     if args.emit_only:
         try:
             os.makedirs(directory, exist_ok=True)
@@ -118,9 +119,7 @@ def run(prog: str, args, slug: str, make_plan: MakePlan,
             if plan.prepare:
                 plan.prepare(directory)
         except OSError as e:
-            print(f"{prog}: error: cannot write into {directory}: {_why(e, directory)}",
-                  file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(prog, f"cannot write into {directory}: {_why(e, directory)}")
         print(shlex.join(plan.argv))
         return EXIT_OK
     if args.dry_run:
@@ -128,7 +127,7 @@ def run(prog: str, args, slug: str, make_plan: MakePlan,
         for line in plan.job_commands:
             print(line)
         return EXIT_OK
-    reporter = Reporter(prog, quiet=args.quiet, progress=args.progress, verbose=args.verbose)
+    reporter = Reporter.for_args(prog, args)
     return _Run(reporter, m, plan, directory).run()
 
 
@@ -168,6 +167,8 @@ class _Run:
         if shutil.which(plan.argv[0]) is None:
             rep.error(f"cannot find {plan.argv[0]}" + (f": {plan.hint}" if plan.hint else ""))
             return EXIT_USAGE
+        if plan.warning:
+            rep.note(f"warning: {plan.warning}")
         try:
             os.mkdir(self.directory)
         except FileExistsError:

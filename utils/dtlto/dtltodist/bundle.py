@@ -27,7 +27,7 @@ import os
 import shutil
 import zlib
 
-from . import transfer
+from . import paths, transfer
 from .manifest import Job, Manifest
 
 MAGIC = b"DTLTO-BUNDLE "
@@ -49,7 +49,7 @@ def farm_backend(m: Manifest, given: str | None) -> str:
     backend = given or (m.compiler if is_backend(m.compiler) else shutil.which("dtlto-backend"))
     if not backend or not os.path.isfile(backend) or not os.access(backend, os.X_OK):
         raise ValueError("cannot find dtlto-backend, which runs the bundles on the farm: "
-                         + (f"'{given}' is not an executable file" if given else
+                         + (f"--backend '{given}' is not an executable file" if given else
                             "give --backend PATH"))
     return os.path.abspath(backend)
 
@@ -67,7 +67,8 @@ def header(m: Manifest, job: Job, plan: transfer.Plan) -> dict:
 
 def _crc_and_size(path: str) -> tuple[int, int]:
     crc, size = 0, 0
-    with open(path, "rb") as f:
+    # A FIFO would block us and /dev/zero never end: regular files only.
+    with paths.open_input(path) as f:
         while chunk := f.read(1 << 20):
             crc = zlib.crc32(chunk, crc)
             size += len(chunk)
@@ -87,7 +88,7 @@ def write(m: Manifest, job: Job, plan: transfer.Plan, path: str) -> int:
         out.write(MAGIC + str(VERSION).encode() + b"\n" + line.encode("utf-8") + b"\n")
         for local, f in files:
             crc, size = 0, 0
-            with open(local, "rb") as src:
+            with paths.open_input(local) as src:
                 while size < f["size"] and (chunk := src.read(min(1 << 20, f["size"] - size))):
                     crc = zlib.crc32(chunk, crc)
                     size += len(chunk)

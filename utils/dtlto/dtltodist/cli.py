@@ -19,7 +19,7 @@ from typing import Callable
 from . import manifest as manifest_mod
 from .events import JobFeed
 from .manifest import Job, Manifest
-from .report import EXIT_OK, EXIT_USAGE, Reporter
+from .report import EXIT_OK, Reporter, usage_error
 from .runner import RetryHook, Runner, Slots, never_retry
 
 EXIT_CODES_HELP = """\
@@ -31,14 +31,73 @@ exit codes:
 """
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line: `<prog>: error: <what>`, like
+    every other error of ours (argparse would print the usage first)."""
+
+    def error(self, message: str):
+        sys.exit(usage_error(self.prog, f"{message} (see {self.prog} --help)"))
+
+
+def shown_value(text: str) -> str:
+    """An option's value for an error message: quoted, and cut when long."""
+    return repr(text if len(text) <= 60 else text[:40] + "...")
+
+
+# Counts and limits: far past what any distributor can use, and well within
+# what int() converts.
+MAX_INT_DIGITS = 18
+
+
+def _digits(text: str, what: str) -> int:
+    # ASCII digits only: int() would also take " 3", "+3", "1_000" and "٣".
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {shown_value(text)}")
+    if len(text) > MAX_INT_DIGITS:
+        raise argparse.ArgumentTypeError(f"{shown_value(text)} is too large")
+    return int(text)
+
+
+def utf8_text(text: str) -> str:
+    """argparse type for a value that goes on the wire as a string (gRPC
+    metadata and channel options, protobuf fields): it must be UTF-8, not
+    bytes that only the command line could carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"{shown_value(text)} is not valid UTF-8") from None
+    return text
+
+
 def positive_int(text: str) -> int:
     """argparse type for counts such as --jobs."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    value = _digits(text, "a positive integer")
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {shown_value(text)}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type for counts that may be 0, such as --retries."""
+    return _digits(text, "0 or a positive integer")
+
+
+# Durations: more than eleven days is no timeout anyone means, and longer
+# ones overflow what gRPC and protobuf durations take (milliseconds in a C int).
+MAX_SECONDS = 1_000_000
+
+
+def positive_float(text: str) -> float:
+    """argparse type for durations in seconds: above 0, at most MAX_SECONDS."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= MAX_SECONDS:  # also false for NaN
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds up to {MAX_SECONDS}, "
+            f"got {shown_value(text)}")
     return value
 
 
@@ -55,10 +114,13 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--dry-run", action="store_true",
                        help="print the command of every job, one per line, "
                             "shell-quoted, and exit 0 without running anything")
+    group.add_argument("--timings", metavar="FILE",
+                       help="write when each job started and ended (JSON, seconds "
+                            "since the run began) to FILE at the end")
 
 
 def make_parser(prog: str, description: str, epilog: str = "") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog, description=description,
         epilog=(epilog + "\n" if epilog else "") + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,8 +135,7 @@ def load_or_exit(prog: str, path: str) -> Manifest:
     try:
         return manifest_mod.load(path)
     except manifest_mod.ManifestError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        sys.exit(usage_error(prog, str(e)))
 
 
 def run(prog: str, args: argparse.Namespace, slots: Slots,
@@ -91,7 +152,6 @@ def run(prog: str, args: argparse.Namespace, slots: Slots,
             print(shlex.join(command(job)))
         slots.close()
         return EXIT_OK
-    reporter = reporter or Reporter(prog, quiet=args.quiet, progress=args.progress,
-                                    verbose=args.verbose)
+    reporter = reporter or Reporter.for_args(prog, args)
     return Runner(reporter, slots, command=command, retry=retry).run(
         m.jobs, JobFeed.from_environment(m))

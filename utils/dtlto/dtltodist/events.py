@@ -21,6 +21,7 @@ the engine then gives it a manifest without jobs.
 import dataclasses
 import json
 import os
+import threading
 import time
 
 from . import manifest as manifest_mod
@@ -50,6 +51,12 @@ class Events:
     def __init__(self, environ=None):
         environ = os.environ if environ is None else environ
         self._fd = _fd_from(EVENTS_VAR, environ)
+        # Jobs whose last word is said (done, cancelled, a final failed).
+        # A job thread may still report "started" after the main thread
+        # cancelled that job; such a late event is dropped here, so each
+        # job's events end with its final one whatever the threads do.
+        self._closed: set[int] = set()
+        self._lock = threading.Lock()
         if self._fd is not None:
             # Ours alone: the jobs we start must not hold the pipe open.
             os.set_inheritable(self._fd, False)
@@ -58,9 +65,15 @@ class Events:
     def enabled(self) -> bool:
         return self._fd is not None
 
-    def _emit(self, job_id: int, event: str, **fields) -> None:
-        if self._fd is None:
-            return
+    def _emit(self, job_id: int, event: str, final: bool = False, **fields) -> None:
+        with self._lock:
+            if self._fd is None or job_id in self._closed:
+                return
+            if final:
+                self._closed.add(job_id)
+            self._write(job_id, event, fields)
+
+    def _write(self, job_id: int, event: str, fields: dict) -> None:
         record = {"id": job_id, "event": event, "t": round(time.time(), 6)}
         record.update({k: v for k, v in fields.items() if v is not None})
         line = (json.dumps(record, ensure_ascii=True) + "\n").encode()
@@ -88,16 +101,16 @@ class Events:
     def done(self, job_id: int, worker: str | None = None,
              compile_s: float | None = None, download_s: float | None = None,
              attempt: int | None = None) -> None:
-        self._emit(job_id, "done", worker=worker, compile_s=_secs(compile_s),
+        self._emit(job_id, "done", final=True, worker=worker, compile_s=_secs(compile_s),
                    download_s=_secs(download_s), attempt=attempt)
 
     def failed(self, job_id: int, reason: str, retry: bool,
                worker: str | None = None, attempt: int | None = None) -> None:
-        self._emit(job_id, "failed", reason=" ".join(reason.split())[:4096],
+        self._emit(job_id, "failed", final=not retry, reason=" ".join(reason.split())[:4096],
                    retry=retry, worker=worker, attempt=attempt)
 
     def cancelled(self, job_id: int) -> None:
-        self._emit(job_id, "cancelled")
+        self._emit(job_id, "cancelled", final=True)
 
 
 def _secs(value: float | None) -> float | None:
@@ -113,12 +126,17 @@ class JobFeed:
         os.set_blocking(fd, False)
         os.set_inheritable(fd, False)
         self._pending = b""
+        # ended: no more jobs (the end record). closed: the channel is at its
+        # end of file. Cancels may come after the end record, for jobs still
+        # running (a hedged copy won in the linker): read until closed.
         self.ended = False
+        self.closed = False
         self.cancelled: set[int] = set()
         # Records that could not be used: (their id, when it could be read,
         # or None; what is wrong).
         self.problems: list[tuple[int | None, str]] = []
         self._ids: set[int] = set()
+        self._streamed = manifest_mod.StreamedJobs(m)
 
     @classmethod
     def from_environment(cls, m: Manifest, environ=None) -> "JobFeed | None":
@@ -135,9 +153,10 @@ class JobFeed:
 
     def read(self) -> tuple[list[Job], list[int]]:
         """What has arrived: new jobs, and ids the linker cancelled. Sets
-        ended at the end record (or when the linker closed the channel)."""
+        ended at the end record, ended and closed when the linker closed the
+        channel."""
         jobs, cancels = [], []
-        while not self.ended:
+        while not self.closed:
             try:
                 chunk = os.read(self._fd, 65536)
             except BlockingIOError:
@@ -150,7 +169,7 @@ class JobFeed:
                     self.problems.append((None, "a job record cut short by the end of "
                                                 "the channel (no end of line)"))
                 self._pending = b""
-                self.ended = True
+                self.ended = self.closed = True
                 break
             self._pending += chunk
             *lines, self._pending = self._pending.split(b"\n")
@@ -196,12 +215,17 @@ class JobFeed:
         data = {"common": {"linker_output": m.linker_output, "args": m.common_args,
                            "inputs": m.common_inputs},
                 "jobs": [fields]}
+        name = f"job record {job_id}"
         try:
-            parsed = manifest_mod.parse(data, f"job record {job_id}").jobs[0]
+            parsed = manifest_mod.parse(data, name).jobs[0]
+            job = dataclasses.replace(parsed, index=job_id)
+            # And by the rules across jobs and on disk that load() applies
+            # to a whole manifest.
+            self._streamed.check(job, name)
         except ManifestError as e:
             self.problems.append((job_id, str(e)))
             return None
         size = record.get("input_bytes")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             size = None
-        return dataclasses.replace(parsed, index=job_id, input_bytes=size)
+        return dataclasses.replace(job, input_bytes=size)

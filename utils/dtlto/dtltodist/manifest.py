@@ -96,48 +96,133 @@ def dispatch_order(jobs: list[Job]) -> list[Job]:
 
 def load(path: str) -> Manifest:
     """Read and validate the manifest at path, and its side file if there is
-    one; raise ManifestError."""
+    one, and check that no output is in the way on disk; raise
+    ManifestError."""
     m = parse(_read_json(path), path)
     side = side_file_path(path)
-    if not os.path.lexists(side):
-        return m
-    return _with_side_file(m, _read_json(side), side)
+    if os.path.lexists(side):
+        m = _with_side_file(m, _read_json(side), side)
+    _check_outputs_on_disk(m)
+    return m
+
+
+# Integers in a manifest are job counts and byte counts; far longer digit
+# strings are damage, and Python refuses to convert them past 4300 digits.
+MAX_INT_DIGITS = 20
 
 
 def _read_json(path: str):
     text = _read_text(path)
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+        data = json.loads(text, object_pairs_hook=_reject_duplicate_keys,
+                          parse_int=_parse_int, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise ManifestError(
             f"{path}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
         ) from None
     except _DuplicateKey as e:
         raise ManifestError(f"{path}: duplicate key {e} in a JSON object") from None
+    except _BadNumber as e:
+        raise ManifestError(f"{path}: not valid JSON: {e}") from None
     except RecursionError:
         raise ManifestError(f"{path}: JSON nested too deeply") from None
+    # A \uD800-style escape decodes to a lone surrogate, which no file name,
+    # argument or output stream can carry: find it now, not in a crash later.
+    if "\\u" in text:
+        where = _lone_surrogate(data)
+        if where is not None:
+            raise ManifestError(f"{path}: {where or 'top level'}: contains an unpaired "
+                                "UTF-16 surrogate escape, which is not a character")
+    return data
+
+
+class _BadNumber(Exception):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _BadNumber(f"a number of {digits} digits is too large")
+    return int(text)
+
+
+def _reject_constant(name: str):
+    # Python's json reads NaN and Infinity, which JSON does not have.
+    raise _BadNumber(f"{name} is not a JSON value")
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _lone_surrogate(data):
+    """The JSON path of the first string or key holding a lone surrogate,
+    or None. Iterative: the data may be nested as deep as json allows."""
+    stack = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                return where
+        elif isinstance(value, dict):
+            for key in value:
+                if _has_surrogate(key):
+                    return where
+            stack.extend((item, _member(where, key))
+                         for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((value[i], f"{where}[{i}]") for i in reversed(range(len(value))))
+    return None
+
+
+def _member(where: str, key: str) -> str:
+    """The JSON path of where's member key, on one line whatever the key."""
+    if key.isascii() and key.replace("_", "").replace("-", "").isalnum():
+        return f"{where}.{key}" if where else key
+    return f"{where}[{json.dumps(key)}]"
+
+
+def _shown_json(value) -> str:
+    """A JSON value for a message: one line, cut when long."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:40] + "..."
+
+
+def _quoted(text: str) -> str:
+    """text in double quotes for a message, on one line whatever it holds."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _with_side_file(m: Manifest, data, path: str) -> Manifest:
     c = _Checker(path)
     c.object(data, "")
-    engine = c.key(data, "engine", "", str)
-    count = data.get("jobs")
-    if isinstance(count, bool) or count != len(m.jobs):
-        raise c.error("jobs", f"says {json.dumps(count)} jobs, but {m.path} has "
+    engine = c.text(c.key(data, "engine", "", str), "engine")
+    if "version" in data:
+        c.text(c.key(data, "version", "", str), "version")
+    count = c.key(data, "jobs", "", int)
+    if _is_bool(count):
+        raise c.error("jobs", "expected a job count, got a boolean")
+    if count != len(m.jobs):
+        raise c.error("jobs", f"says {count} jobs, but {m.path} has "
                       f"{len(m.jobs)}: they are not of one link (remove the stale file)")
-    batch = data.get("batch_arg", "")
-    if not isinstance(batch, str) or "\0" in batch:
-        raise c.error("batch_arg", "expected a string without NUL characters")
+    batch = c.text(c.key(data, "batch_arg", "", str), "batch_arg") \
+        if "batch_arg" in data else ""
     sizes = c.key(data, "input_bytes", "", list)
     if len(sizes) != len(m.jobs):
         raise c.error("input_bytes", f"has {len(sizes)} items for {len(m.jobs)} jobs")
     for i, size in enumerate(sizes):
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        if not isinstance(size, int) or _is_bool(size):
             raise c.error(f"input_bytes[{i}]", f"expected a byte count, got {_json_type(size)}")
+        if size < 0:
+            raise c.error(f"input_bytes[{i}]", f"expected a byte count, got {size}")
     stream = data.get("stream", 0)
-    if stream not in (0, 1) or isinstance(stream, bool):
-        raise c.error("stream", f"expected 0 or 1, got {json.dumps(stream)}")
+    if not isinstance(stream, int) or _is_bool(stream) or stream not in (0, 1):
+        raise c.error("stream", f"expected 0 or 1, got {_shown_json(stream)}")
     jobs = [dataclasses.replace(job, input_bytes=size) for job, size in zip(m.jobs, sizes)]
     return dataclasses.replace(m, jobs=jobs, side_file=path, engine=engine, batch_arg=batch,
                                streaming=stream == 1)
@@ -179,7 +264,10 @@ def parse(data, path: str = "<manifest>") -> Manifest:
 
 def _read_text(path: str) -> str:
     try:
-        with open(path, "rb") as f:
+        # Non-blocking: opening a FIFO for reading would otherwise wait for a
+        # writer forever, before fstat could tell it is no regular file.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
                 raise ManifestError(f"{path}: not a regular file")
@@ -220,7 +308,11 @@ def _unknown_keys(obj: dict, known) -> dict:
     return {k: v for k, v in obj.items() if k not in known}
 
 
-_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string"}
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
+
+
+def _is_bool(value) -> bool:
+    return isinstance(value, bool)
 
 
 def _json_type(value) -> str:
@@ -264,20 +356,24 @@ class _Checker:
         for i, item in enumerate(items):
             if not isinstance(item, str):
                 raise self.error(f"{sub}[{i}]", f"expected a string, got {_json_type(item)}")
-            # execve() and open() cannot take a NUL byte.
-            if "\0" in item:
-                raise self.error(f"{sub}[{i}]", "contains a NUL character")
+            if "\0" in item:  # inline, not self.text(): 100k jobs have a million strings
+                self.text(item, f"{sub}[{i}]")
         return list(items)
 
     def path_list(self, obj: dict, name: str, where: str, at_least: int) -> list[str]:
-        items = self.string_list(obj, name, where, at_least)
+        items = self.string_list(obj, name, where, at_least)  # NULs checked there
         for i, item in enumerate(items):
-            self.path_string(item, f"{where}.{name}[{i}]")
+            if not item:
+                raise self.error(f"{where}.{name}[{i}]", "empty path")
         return items
 
     def path_string(self, value: str, where: str) -> str:
         if not value:
             raise self.error(where, "empty path")
+        return self.text(value, where)
+
+    def text(self, value: str, where: str) -> str:
+        # execve() and open() cannot take a NUL byte.
         if "\0" in value:
             raise self.error(where, "contains a NUL character")
         return value
@@ -285,21 +381,141 @@ class _Checker:
 
 def _check_outputs_are_distinct(c: _Checker, common_inputs, jobs):
     # Jobs run in parallel: two jobs writing one file, or a job overwriting a
-    # file another job reads, would race. Compare normalized paths so that
-    # "./a.o" and "a.o" are the same file.
+    # file another job reads, would race. Compare absolute, normalized paths
+    # so that "./a.o", "d/../a.o" and "$PWD/a.o" are the same file.
+    key = _absolute_key()
     inputs = {}
     for i, p in enumerate(common_inputs):
-        inputs.setdefault(os.path.normpath(p), f"common.inputs[{i}]")
+        inputs.setdefault(key(p), f"common.inputs[{i}]")
     for job in jobs:
         for i, p in enumerate(job.inputs):
-            inputs.setdefault(os.path.normpath(p), f"jobs[{job.index}].inputs[{i}]")
+            inputs.setdefault(key(p), f"jobs[{job.index}].inputs[{i}]")
     outputs = {}
     for job in jobs:
         for i, p in enumerate(job.outputs):
             where = f"jobs[{job.index}].outputs[{i}]"
-            key = os.path.normpath(p)
-            if key in outputs:
-                raise c.error(where, f'output "{p}" is also {outputs[key]}')
-            if key in inputs:
-                raise c.error(where, f'output "{p}" is also the input {inputs[key]}')
-            outputs[key] = where
+            k = key(p)
+            if k in outputs:
+                raise c.error(where, f"output {_quoted(p)} is also {outputs[k]}")
+            if k in inputs:
+                raise c.error(where, f"output {_quoted(p)} is also the input {inputs[k]}")
+            outputs[k] = where
+
+
+def _absolute_key():
+    """A function giving a path's absolute, normalised form, against our
+    working directory; memoised, since a module is an input of every job
+    that imports it (and os.path.join is slow for 100k jobs)."""
+    cwd = os.getcwd()
+    known = {}
+
+    def key(p: str) -> str:
+        k = known.get(p)
+        if k is None:
+            k = known[p] = os.path.normpath(p if p.startswith("/") else cwd + "/" + p)
+        return k
+    return key
+
+
+def _check_outputs_on_disk(m: Manifest, c: "_Checker | None" = None,
+                           where_of=lambda job: f"jobs[{job.index}]") -> None:
+    """Refuse outputs that are in the way: a job, or a distributor bringing
+    an object back, would write through a symlink (anywhere it points), into
+    a FIFO (and wait forever), or over the manifest; an existing output may
+    only be a regular file (a stale object of an earlier link), and not one
+    that is also an input (a hard link). Files that do not exist yet, or
+    cannot be looked at, are the jobs' business. c and where_of(job) name
+    the file and the job in messages."""
+    c = c or _Checker(m.path)
+    key = _absolute_key()
+    ours, our_names = {}, {}
+    for name, p in (("the manifest", m.path), ("the side file", side_file_path(m.path))):
+        our_names[key(p)] = name
+        try:
+            st = os.stat(p)
+            ours[(st.st_dev, st.st_ino)] = name
+        except OSError:
+            pass
+    existing = []
+    for job in m.jobs:
+        for i, p in enumerate(job.outputs):
+            where = f"{where_of(job)}.outputs[{i}]".lstrip(".")
+            # By name too: "sub/../m.json" is the manifest once sub exists.
+            name = our_names.get(key(p))
+            if name:
+                raise c.error(where, f"output {_quoted(p)} is {name}")
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    target = os.readlink(p)
+                except OSError:
+                    target = "?"
+                raise c.error(where, f"output {_quoted(p)} is a symlink (to {_quoted(target)}), "
+                              "which a job would write through; remove it")
+            if stat.S_ISDIR(st.st_mode):
+                raise c.error(where, f"output {_quoted(p)} is a directory")
+            if not stat.S_ISREG(st.st_mode):
+                raise c.error(where, f"output {_quoted(p)} exists and is not a regular file")
+            if (st.st_dev, st.st_ino) in ours:
+                raise c.error(where, f"output {_quoted(p)} is {ours[(st.st_dev, st.st_ino)]}")
+            existing.append(((st.st_dev, st.st_ino), where, p))
+    if not existing:
+        return
+    # Rare (a relink over stale objects): only then look at the inputs.
+    by_inode = {ino: (where, p) for ino, where, p in existing}
+    named = [(f"common.inputs[{i}]", p) for i, p in enumerate(m.common_inputs)]
+    named += [(f"{where_of(job)}.inputs[{i}]".lstrip("."), p)
+              for job in m.jobs for i, p in enumerate(job.inputs)]
+    for input_where, p in named:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        hit = by_inode.get((st.st_dev, st.st_ino))
+        if hit:
+            raise c.error(hit[0], f"output {_quoted(hit[1])} is the same file as the input "
+                          f"{input_where} {_quoted(p)}")
+
+
+class StreamedJobs:
+    """The manifest's rules for jobs that arrive one at a time, as job
+    records on the linker's job channel (events.JobFeed): each record is
+    parsed as a one-job manifest, and check() then holds it to what load()
+    checks across a whole manifest: no output that an earlier job also
+    writes or reads, no input that an earlier job writes, and no output in
+    the way on disk (a symlink, directory, FIFO, hard link to an input, the
+    manifest or its side file)."""
+
+    def __init__(self, m: Manifest):
+        self.m = m
+        self._key = _absolute_key()
+        self._inputs = {}  # absolute path -> what reads it
+        self._outputs = {}  # absolute path -> what writes it
+        for i, p in enumerate(m.common_inputs):
+            self._inputs.setdefault(self._key(p), f"the manifest's common.inputs[{i}]")
+
+    def check(self, job: Job, name: str) -> None:
+        """ManifestError, naming the record (name), if job breaks a rule;
+        else remember its files for the records to come."""
+        c = _Checker(name)
+        key = self._key
+        for i, p in enumerate(job.inputs):
+            other = self._outputs.get(key(p))
+            if other:
+                raise c.error(f"inputs[{i}]", f"input {_quoted(p)} is the output of {other}")
+        for i, p in enumerate(job.outputs):
+            k = key(p)
+            if k in self._outputs:
+                raise c.error(f"outputs[{i}]", f"output {_quoted(p)} is also the output "
+                              f"of {self._outputs[k]}")
+            if k in self._inputs:
+                raise c.error(f"outputs[{i}]", f"output {_quoted(p)} is also an input of "
+                              f"{self._inputs[k]}")
+        _check_outputs_on_disk(dataclasses.replace(self.m, jobs=[job]), c, lambda job: "")
+        for p in job.inputs:
+            self._inputs.setdefault(key(p), name)
+        for p in job.outputs:
+            self._outputs[key(p)] = name

@@ -8,12 +8,31 @@ named "../../etc/x" or a symlink planted in the output tree would let a
 remote job write outside the build.
 """
 
+import errno
 import os
 import stat
 
 
 class UnsafePathError(Exception):
     """A path that would leave its root or follow a link. str() is one line."""
+
+
+def open_input(path: str):
+    """path opened for reading in binary, if it is a regular file (after
+    symlinks); else OSError whose strerror says so. A distributor that reads
+    inputs itself (to hash or ship them) would wait forever on a FIFO and
+    read /dev/zero without end."""
+    # Non-blocking, so that opening a FIFO returns at once; blocking again
+    # for the reads.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def absolute(path: str, cwd: str | None = None, pathmod=os.path) -> str:

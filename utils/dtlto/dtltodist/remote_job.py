@@ -9,7 +9,9 @@ alone, use only the standard library and run on any Python 3.6 or newer.
       "outputs"}, paths relative to the job's root), then the input files.
       They are unpacked into a fresh directory under BASE/dtlto-LINK, the
       command runs in its cwd there, and stdout gets a tar of the outputs
-      (only when the command succeeded) followed by .dtlto-control/status.json.
+      (only when the command succeeded) followed by .dtlto-control/status.json,
+      which holds each output's SHA-256 as read here: the local side checks
+      what arrived against it (transfer.read_outputs).
       The directory is removed whatever happens; BASE/dtlto-LINK too once
       no other job of the link uses it. The job side holds a lock on its
       directory until it exits.
@@ -23,12 +25,13 @@ alone, use only the standard library and run on any Python 3.6 or newer.
       status as one line on stdout.
 
 Status: {"exit": N or null, "node": where it ran, "error": "" or why the
-command could not run}. The command's own stdout goes to our stderr, so
+command could not run, "sha256": {member name: hex digest} (stream mode)}. The command's own stdout goes to our stderr, so
 stdout carries nothing but the protocol; a missing status tells the local
 side that the job never finished here (a lost node or connection).
 """
 
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -163,12 +166,16 @@ def stream(base, link):
         code, error = run(spec["args"], cwd)
         out = tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.PAX_FORMAT,
                            encoding="utf-8", errors="surrogateescape")
+        digests = {}
         if code == 0:
             for o in outputs:
                 path = os.path.join(work, o)
                 if os.path.isfile(path) and not os.path.islink(path):
-                    out.add(path, arcname=o.replace(os.sep, "/"), recursive=False)
-        data = json.dumps(status(code, error)).encode("utf-8")
+                    name = o.replace(os.sep, "/")
+                    digests[name] = send_file(out, path, name)
+        result = status(code, error)
+        result["sha256"] = digests
+        data = json.dumps(result).encode("utf-8")
         info = tarfile.TarInfo(CONTROL + "status.json")
         info.size = len(data)
         out.addfile(info, io.BytesIO(data))
@@ -208,6 +215,29 @@ def clean(base, link):
             os.close(fd)
     shutil.rmtree(linkdir, ignore_errors=True)
     return 0
+
+
+class Hashing:
+    """A file object that hashes what is read through it."""
+
+    def __init__(self, f):
+        self.f = f
+        self.hash = hashlib.sha256()
+
+    def read(self, size=-1):
+        data = self.f.read(size)
+        self.hash.update(data)
+        return data
+
+
+def send_file(out, path, name):
+    """Add the file at path to the tar out as name; return the SHA-256 of
+    the bytes sent, read once: what the local side must receive."""
+    with open(path, "rb") as f:
+        info = out.gettarinfo(arcname=name, fileobj=f)
+        reader = Hashing(f)
+        out.addfile(info, reader)
+    return reader.hash.hexdigest()
 
 
 def shared(cwd, args):

@@ -6,12 +6,23 @@ job ends, so lines of parallel jobs never interleave. What the user is told
 about each job, the linker is told too, on its event channel (events.py).
 """
 
+import json
+import os
 import shlex
 import socket
 import sys
 import time
 
 from .events import Events
+
+# Paths and arguments that are not UTF-8 reach Python as surrogate escapes
+# (os.fsdecode). What goes to stdout (--dry-run, validate.py --print) gives
+# them back as the bytes they were, whatever the locale: under a strict one
+# print() would fail on them. stderr escapes them already.
+try:
+    sys.stdout.reconfigure(errors="surrogateescape")
+except (AttributeError, ValueError):  # not a text stream of our own
+    pass
 
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1  # a job failed or left an output missing
@@ -20,6 +31,28 @@ EXIT_USAGE = 2  # bad manifest or command line
 
 def exit_code_for_signal(signo: int) -> int:
     return 128 + signo
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: str) -> str:
+    """text with line breaks and other unprintable characters (controls,
+    bidi overrides, undecodable argument bytes) shown as escapes: a message
+    stays one line, whatever path or value it quotes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+                   for c in text)
+
+
+def usage_error(prog: str, message: str) -> int:
+    """Print the one-line error of a bad manifest or command line; return
+    EXIT_USAGE for the caller to exit with."""
+    sys.stderr.write(f"{prog}: error: {one_line(message)}\n")
+    sys.stderr.flush()
+    return EXIT_USAGE
 
 
 def plural(count: int, noun: str) -> str:
@@ -39,8 +72,13 @@ def size_text(nbytes: int) -> str:
 
 class Reporter:
     def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
-                 stream=None, placement=None):
+                 stream=None, placement=None, timings=None):
         self.prog = prog
+        # --timings FILE: when each job started and ended (the first start,
+        # the last end, over retries), written at the summary. What the farm
+        # model (bench/farmmodel.py) replays.
+        self.timings_path = timings
+        self.times: dict[int, list] = {}
         # placement() -> what the summary says after "N jobs on", in place of
         # the slots: a remote engine's hosts, retries and bytes moved.
         self.placement = placement
@@ -48,8 +86,10 @@ class Reporter:
         self.verbose = verbose
         self.stream = stream or sys.stderr
         # A live line on a terminal; one line per finished job when forced
-        # with --progress into a log file.
-        self.live = progress or self.stream.isatty()
+        # with --progress into a log file. Not when the linker draws its own
+        # on the same terminal (DTLTO_ENGINE_PROGRESS, docs/manifest.md).
+        self.live = progress or (self.stream.isatty()
+                                 and not os.environ.get("DTLTO_ENGINE_PROGRESS"))
         self.in_place = self.live and self.stream.isatty()
         self.total = 0
         self.done = 0
@@ -77,7 +117,7 @@ class Reporter:
         self._write(f"{self.prog}: {message}\n")
 
     def error(self, message: str) -> None:
-        self.note(f"error: {message}")
+        self.note(f"error: {one_line(message)}")
 
     def verbose_note(self, message: str) -> None:
         if self.verbose:
@@ -88,8 +128,17 @@ class Reporter:
         self.done = 0
         self.start = time.monotonic()
 
+    @classmethod
+    def for_args(cls, prog: str, args, **kwargs) -> "Reporter":
+        """A reporter with the common options' settings (cli.py)."""
+        return cls(prog, quiet=args.quiet, progress=args.progress,
+                   verbose=args.verbose, timings=getattr(args, "timings", None),
+                   **kwargs)
+
     def started(self, job, argv, worker: str | None = None) -> None:
         self._began[job.index] = time.monotonic()
+        if self.timings_path:
+            self.times.setdefault(job.index, [self.elapsed(), None, ""])
         self.events.started(job.index, worker=worker or self.worker)
         self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
 
@@ -110,8 +159,33 @@ class Reporter:
         self.events.cancelled(job.index)
         self.verbose_note(f"job {job.index} cancelled by the linker")
 
+    def _ended(self, result) -> None:
+        if self.timings_path:
+            entry = self.times.setdefault(result.job.index, [None, None, ""])
+            entry[1] = self.elapsed()
+            entry[2] = getattr(result, "where", "") or ""
+
+    def write_timings(self) -> None:
+        """The --timings file: {"jobs": [{"index", "start", "end", "where"}]},
+        seconds since the run began, in job order. Written whole, or not at
+        all: a half-written file must not pass for a measurement."""
+        if not self.timings_path:
+            return
+        jobs = [{"index": i, "start": t[0], "end": t[1], "where": t[2]}
+                for i, t in sorted(self.times.items())]
+        data = json.dumps({"tool": self.prog, "wall": self.elapsed(), "jobs": jobs})
+        tmp = f"{self.timings_path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w") as f:
+                f.write(data + "\n")
+            os.replace(tmp, self.timings_path)
+        except OSError as e:
+            self.note(f"warning: cannot write the timings file "
+                      f"{self.timings_path}: {e.strerror}")
+
     def finished(self, result) -> None:
         """A job succeeded: pass its output on, then show progress."""
+        self._ended(result)
         self.events.done(result.job.index, worker=result.where or self.worker,
                          compile_s=self._ran_for(result.job), attempt=result.attempt)
         self.done += 1
@@ -137,6 +211,7 @@ class Reporter:
 
     def failed(self, result, argv) -> None:
         """Everything needed to understand a failure without rerunning it."""
+        self._ended(result)
         job = result.job
         self._ran_for(job)
         self.events.failed(job.index, result.describe(), retry=False,
@@ -151,6 +226,7 @@ class Reporter:
             self.stream.flush()
 
     def summary(self, slots: str, failed: int) -> None:
+        self.write_timings()
         self._clear_line()
         if not self.quiet:
             where = self.placement() if self.placement else slots

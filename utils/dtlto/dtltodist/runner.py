@@ -430,7 +430,7 @@ class Runner:
                         break
                     self._wait(running, wake_fd,
                                want_token=bool(pending) and not self.failure,
-                               feed=feed if more else None)
+                               feed=feed if feed is not None and not feed.closed else None)
                     self._reap(running, pending)
             finally:
                 # Every way out, a signal or a bug included: no job outlives
@@ -447,7 +447,13 @@ class Runner:
 
     def _take_feed(self, feed: JobFeed, jobs, pending, running) -> None:
         new, cancels = take_feed(feed, self.reporter, jobs)
-        pending.extend((job, 1) for job in new)
+        if new:
+            # Jobs waiting for a slot start largest first, as a whole
+            # manifest's do; retries keep their place at the front.
+            retries = [e for e in pending if e[1] > 1]
+            fresh = [e[0] for e in pending if e[1] == 1] + new
+            pending.clear()
+            pending.extend(retries + [(job, 1) for job in dispatch_order(fresh)])
         for job_id in cancels:
             for entry in [e for e in pending if e[0].index == job_id]:
                 pending.remove(entry)

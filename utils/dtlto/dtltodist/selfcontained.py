@@ -38,8 +38,8 @@ if __package__:
 
     from . import bundle, summary
     from .manifest import Job, Manifest
-    from .report import EXIT_OK, Reporter, plural
-    from .runner import Runner, Slots, local_cpus
+    from .report import EXIT_OK, Reporter, plural, usage_error as usage_error_exit
+    from .runner import Runner, Slots, local_cpus, whole_manifest
 
 IMPORTED = ".3.import.bc"  # what -save-temps=obj keeps after the import step
 IMPORT_FAILED = "the import step here failed"  # how a step that failed here says so
@@ -90,6 +90,24 @@ def refusal(m: "Manifest") -> str:
             return (f"the link uses {' and '.join(found)} (job {job.index}'s index shard "
                     "has it), which only the ThinLTO backend reading the shard carries out")
     return ""
+
+
+def start(prog: str, args, m: "Manifest", feed, rep):
+    """distcc.py's and icecream.py's first steps: with --self-contained,
+    the whole stream is read first (whether the link can go at all depends
+    on every job's index shard), then a bad setting is a usage error and a
+    refused link runs here. Returns (manifest, feed, exit code or None)."""
+    if not args.self_contained:
+        return m, feed, None
+    if feed:
+        m, feed = whole_manifest(m, feed, rep), None
+    problem = usage_error(m)
+    if problem:
+        return m, feed, usage_error_exit(prog, problem)
+    refused = refusal(m)
+    if refused:
+        return m, feed, run_here(prog, args, m, refused)
+    return m, feed, None
 
 
 def run_here(prog: str, args, m: "Manifest", why: str) -> int:

@@ -21,9 +21,15 @@ be one of the job's declared outputs, or the whole result is refused
 succeeded, each through a temporary file renamed into place. A stream that
 ends early or lacks the status is a TransferError: the job did not finish
 there (a lost node or connection), which an engine may retry elsewhere.
+
+The tar's own checksums cover its headers only. So the job side hashes
+each output as it sends it (SHA-256, in the status), and every output must
+arrive with that digest before any is written: a mismatch is a Damaged
+error (a TransferError), never a damaged object in the link.
 """
 
 import base64
+import hashlib
 import io
 import json
 import os
@@ -47,6 +53,15 @@ _ENCODING = dict(encoding="utf-8", errors="surrogateescape")
 
 class TransferError(Exception):
     """What came back is incomplete: the job did not finish remotely."""
+
+
+class Damaged(TransferError):
+    """An output arrived with other bytes than the job side sent; .node is
+    where the job ran (from its status), or ''."""
+
+    def __init__(self, message: str, node=""):
+        super().__init__(message)
+        self.node = node if isinstance(node, str) else ""
 
 
 _program = None
@@ -155,7 +170,7 @@ def write_inputs(p: Plan, path: str) -> int:
         for local, name in p.inputs:
             # Opened first so the size is the one we copy; symlinks followed,
             # the other side gets plain files.
-            with open(local, "rb") as f:
+            with paths.open_input(local) as f:
                 info = tarfile.TarInfo(name)
                 st = os.fstat(f.fileno())
                 info.size, info.mtime, info.mode = st.st_size, int(st.st_mtime), 0o644
@@ -207,9 +222,30 @@ def read_outputs(data: bytes, p: Plan) -> dict:
     if not isinstance(status, dict) or "exit" not in status:
         raise TransferError("the returned stream ended before the job's status")
     if status["exit"] == 0:
+        _check_digests(files, status)
         for key, content in files.items():
             _write_atomically(p.outputs[key], content)
     return status
+
+
+def _check_digests(files: dict[str, bytes], status: dict) -> None:
+    """Every output as the job side sent it (see the module doc)."""
+    sent = status.get("sha256")
+    node = status.get("node") if isinstance(status.get("node"), str) else ""
+    where = node or "the other side"
+    if not isinstance(sent, dict):
+        raise Damaged(f"the status from {where} has no digests of the outputs", node)
+    for key, content in files.items():
+        digest = hashlib.sha256(content).hexdigest()
+        if key not in sent:
+            raise Damaged(f'"{key}" came back without its digest', node)
+        if sent[key] != digest:
+            raise Damaged(f'"{key}" was damaged on the way back from {where}: SHA-256 '
+                          f"{digest[:16]}... here, {str(sent[key])[:16]}... where it was "
+                          "written", node)
+    missing = sorted(set(sent) - set(files))
+    if missing:
+        raise Damaged(f'"{missing[0]}" was sent by {where} but did not arrive', node)
 
 
 def _write_atomically(path: str, content: bytes) -> None:

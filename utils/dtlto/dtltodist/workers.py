@@ -116,7 +116,7 @@ class BatchRunner:
                         break
                     self._wait(busy, wake_fd,
                                want_token=bool(pending) and not self.failure,
-                               feed=feed if more else None)
+                               feed=feed if feed is not None and not feed.closed else None)
                     self._collect(busy, workers)
             finally:
                 # Idle workers end when their stdin closes; busy ones (after
@@ -140,7 +140,11 @@ class BatchRunner:
 
     def _take_feed(self, feed: JobFeed, jobs, pending, workers) -> None:
         new, cancels = take_feed(feed, self.reporter, jobs)
-        pending.extend(new)
+        if new:
+            # Waiting jobs start largest first, as a whole manifest's do.
+            waiting = dispatch_order(list(pending) + new)
+            pending.clear()
+            pending.extend(waiting)
         for job_id in cancels:
             for job in [j for j in pending if j.index == job_id]:
                 pending.remove(job)

@@ -18,6 +18,9 @@ entry) or "exec" (a malicious executor), and what one of
   missing     no output at all
   corrupt     the declared output, but ByteStream sends other bytes
   hang        (exec only) never finishes, until the client cancels
+  plant       (exec only; the line goes on with LINK TARGET) first makes
+              LINK a symlink to TARGET, as if planted after the client
+              checked its outputs, then answers as "good"
 Everything it serves is logged to FILE.log, one line per call.
 """
 
@@ -107,7 +110,7 @@ def main() -> int:
 
     class Cache(re_grpc.ActionCacheServicer):
         def GetActionResult(self, request, context):
-            where, what = mode()
+            where, what, *_ = mode()
             logf.write(f"GetActionResult -> {what if where == 'cache' else 'NOT_FOUND'}\n")
             if where != "cache":
                 context.abort(grpc.StatusCode.NOT_FOUND, "not in the cache")
@@ -115,8 +118,11 @@ def main() -> int:
 
     class Exec(re_grpc.ExecutionServicer):
         def Execute(self, request, context):
-            where, what = mode()
+            where, what, *rest = mode()
             logf.write(f"Execute -> {what}\n")
+            if what == "plant":
+                os.symlink(rest[1], rest[0])
+                what = "good"
             if what == "hang":
                 yield ops.Operation(name="op-1")
                 while context.is_active():

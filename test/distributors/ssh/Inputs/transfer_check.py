@@ -54,6 +54,19 @@ with open("sub/a.o") as f:
     print(f"round trip: exit {status['exit']} node {status['node']}, sub/a.o = {f.read()}")
 os.remove("sub/a.o")
 
+# The object damaged on the way back (the tar's checksums cover headers
+# only, so tarfile reads it as well as the good one): the digest the job
+# side sent tells, and nothing is written.
+data = job_side(plan, copy)
+damaged = data.replace(b"object of", b"Object of", 1)
+assert damaged != data
+try:
+    transfer.read_outputs(damaged, plan)
+    print("damaged accepted")
+except transfer.Damaged as e:
+    print(f"damaged: {type(e).__name__} ({e.node}): {e}")
+print("written after damage:", os.path.exists("sub/a.o"))
+
 fail = [sys.executable, "-c",
         "import sys; open('sub/a.o', 'w').write('half'); sys.exit(3)"]
 status = transfer.read_outputs(job_side(plan, fail), plan)
@@ -88,7 +101,8 @@ cases = [("empty", b""), ("truncated", good[:700]),
          ("after status", stream(STATUS, ("sub/a.o", "file"))),
          ("twice", stream(("sub/a.o", "file"), ("sub/a.o", "file"), STATUS)),
          ("device", stream(("sub/a.o", "device"), STATUS)),
-         ("hard link", stream(("sub/a.o", "hardlink"), STATUS))]
+         ("hard link", stream(("sub/a.o", "hardlink"), STATUS)),
+         ("no digests", good)]
 for what, data in cases:
     try:
         transfer.read_outputs(data, plan)
@@ -133,8 +147,8 @@ while time.monotonic() < deadline:
     try:
         with open(f"/proc/{command_pid}/stat") as f:
             gone = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        gone = True
+    except (FileNotFoundError, ProcessLookupError):
+        gone = True  # reaped, between the open and the read or before both
     if gone:
         break
     time.sleep(0.02)

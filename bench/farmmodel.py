@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""The farm model: where a DTLTO link's time goes on a farm of W workers.
+
+It replays the jobs of a measured link (a probe record of bench/run.py
+--probe-runs: each job's input bytes, object bytes and duration) on W
+workers, each job costing
+
+    queue + start + (bytes in) / upload + duration + (object bytes) / download
+    + 2 * round trip
+
+(the engine's per-job costs, --engine), handed out in manifest order,
+largest first (by the bytes the job reads: what a distributor knows before
+it runs) or longest first (by the measured durations: the best any
+prediction of durations could do). Before the jobs come the link's phases up to the first job (the
+thin link, shards and manifest) and after them its phases from the last
+object on (objects checked, final link); both come from the same link's
+--time-trace phases, or --before/--after.
+
+For each W it prints the predicted wall, the bound (before + the longest
+job + after, which no number of workers beats) and where the rest goes:
+waiting for a worker (the queue, W too small), and per-job engine costs on
+the critical path. --scale-to N replays a link of N jobs drawn (with a
+seed) from the record's jobs, with --before and --after given for a link of that
+size: an extrapolation, said so in the output.
+
+validate compares the model with measured links: for each record it
+predicts the distributor's wall (the jobs on --workers workers, the engine
+costs given; with --durations-from, each job's duration as another link
+measured it) and prints it next to the distributor wall the record measured.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+
+ENGINES = {
+    # Per-job costs in seconds and MB/s. "local" is this machine's
+    # local.py (the record's durations already hold its costs). The others
+    # are starting points for a farm on a LAN, to be replaced by
+    # --queue/--start/--rtt/--upload/--download measured on the real one.
+    "local": dict(queue=0.0, start=0.0, rtt=0.0, upload=0.0, download=0.0),
+    "ssh": dict(queue=0.0, start=0.02, rtt=0.001, upload=100.0, download=100.0),
+    "reapi": dict(queue=0.005, start=0.03, rtt=0.001, upload=100.0, download=100.0),
+    "slurm": dict(queue=0.2, start=0.3, rtt=0.001, upload=100.0, download=100.0),
+}
+ORDERS = ("manifest", "largest-first", "longest-first")
+
+
+def load_record(path):
+    with open(path) as f:
+        rec = json.load(f)
+    jobs = []
+    for i, j in enumerate(rec["jobs"]):
+        if "seconds" not in j:
+            raise SystemExit(f"farmmodel.py: error: {path}: job {i} has no duration "
+                             "(the probe link needs the distributor's --timings)")
+        jobs.append({"in": j["needs_bytes"], "out": j.get("object_bytes", 0),
+                     "seconds": j["seconds"], "index": i})
+    return rec, jobs
+
+
+def job_cost(job, engine):
+    """Seconds a worker is busy with job under engine's per-job costs."""
+    t = engine["queue"] + engine["start"] + 2 * engine["rtt"] + job["seconds"]
+    if engine["upload"]:
+        t += job["in"] / (engine["upload"] * 1e6)
+    if engine["download"]:
+        t += job["out"] / (engine["download"] * 1e6)
+    return t
+
+
+def order_jobs(jobs, order):
+    if order == "largest-first":
+        # Stable: equal sizes keep manifest order.
+        return sorted(jobs, key=lambda j: -j["in"])
+    if order == "longest-first":
+        # By the measured durations: what no distributor knows beforehand,
+        # the best a predictor of durations could do.
+        return sorted(jobs, key=lambda j: -j["seconds"])
+    return list(jobs)
+
+
+def makespan(jobs, workers, engine, order):
+    """Jobs handed out in order to the first free of workers: the time the
+    last one ends, and the total time jobs waited for a worker."""
+    import heapq
+    free = [0.0] * min(workers, max(1, len(jobs)))
+    heapq.heapify(free)
+    end, waited = 0.0, 0.0
+    for job in order_jobs(jobs, order):
+        start = heapq.heappop(free)
+        waited += start
+        finish = start + job_cost(job, engine)
+        end = max(end, finish)
+        heapq.heappush(free, finish)
+    return end, waited
+
+
+def scaled(jobs, n, seed):
+    rng = random.Random(seed)
+    return [dict(rng.choice(jobs), index=i) for i in range(n)]
+
+
+def model(jobs, before, after, workers, engine, order):
+    span, waited = makespan(jobs, workers, engine, order)
+    longest = max((job_cost(j, engine) for j in jobs), default=0.0)
+    overhead = sum(job_cost(j, engine) - j["seconds"] for j in jobs)
+    work = sum(j["seconds"] for j in jobs)
+    wall = before + span + after
+    bound = before + longest + after
+    return {"workers": workers, "order": order, "wall": wall, "bound": bound,
+            "ratio": wall / bound if bound else 1.0,
+            # What the jobs add beyond the longest one: the rest of the work
+            # spread over the workers, and their engine costs.
+            "beyond_bound": span - longest,
+            "work_per_worker": work / workers, "overhead_per_worker": overhead / workers,
+            "mean_wait": waited / max(1, len(jobs))}
+
+
+def knee(jobs, before, after, engine, order, within=1.10, limit=100000):
+    """The fewest workers whose wall is within `within` of the bound."""
+    lo, hi = 1, 1
+    while hi < limit and model(jobs, before, after, hi, engine, order)["ratio"] > within:
+        lo, hi = hi, hi * 2
+    if hi >= limit:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if model(jobs, before, after, mid, engine, order)["ratio"] > within:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def phases_of(results_path, program, mode):
+    with open(results_path) as f:
+        results = json.load(f)
+    ph = results["programs"][program].get("phases", {}).get(mode)
+    if not ph:
+        raise SystemExit(f"farmmodel.py: error: {results_path} has no --time-trace phases "
+                         f"of {program} {mode} (run with --trace-runs 1 or more, or "
+                         "give --before and --after)")
+    return (ph["inputs"] + ph["thin_link"] + ph["shards"],
+            ph["after"] + ph["final_link"])
+
+
+def engine_of(args):
+    e = dict(ENGINES[args.engine])
+    for k in ("queue", "start", "rtt", "upload", "download"):
+        v = getattr(args, k)
+        if v is not None:
+            e[k] = v
+    return e
+
+
+def cmd_replay(args):
+    rec, jobs = load_record(args.record)
+    if args.before is not None and args.after is not None:
+        before, after = args.before, args.after
+    elif args.results:
+        before, after = phases_of(args.results, args.program, args.mode)
+    else:
+        raise SystemExit("farmmodel.py: error: give --results PROGRAM MODE's phases or "
+                         "--before and --after")
+    note = ""
+    if args.scale_to:
+        jobs = scaled(jobs, args.scale_to, args.seed)
+        note = (f" (extrapolated: {args.scale_to} jobs drawn from the record's "
+                f"{len(rec['jobs'])})")
+    engine = engine_of(args)
+    out = {"record": args.record, "jobs": len(jobs), "before": before, "after": after,
+           "engine": args.engine, "engine_costs": engine, "note": note.strip(),
+           "rows": [], "knee": {}}
+    for w in args.workers:
+        for order in ORDERS:
+            out["rows"].append(model(jobs, before, after, w, engine, order))
+    for order in ORDERS:
+        out["knee"][order] = knee(jobs, before, after, engine, order)
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"{len(jobs)} jobs{note}, engine {args.engine} "
+          + ", ".join(f"{k} {v:g}" for k, v in engine.items())
+          + f"; before the jobs {before:.2f} s, after them {after:.2f} s")
+    print()
+    print("| workers | order | wall s | bound s | wall / bound | beyond the longest job s "
+          "| work per worker s | engine costs per worker s | mean wait for a worker s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in out["rows"]:
+        print(f"| {r['workers']} | {r['order']} | {r['wall']:.2f} | {r['bound']:.2f} "
+              f"| {r['ratio']:.2f} | {r['beyond_bound']:.2f} | {r['work_per_worker']:.2f} "
+              f"| {r['overhead_per_worker']:.3f} | {r['mean_wait']:.2f} |")
+    print()
+    for order in ORDERS:
+        k = out["knee"][order]
+        print(f"{order}: wall within 10% of the bound from "
+              + (f"{k} workers" if k else "no worker count up to 100,000"))
+    return 0
+
+
+def cmd_validate(args):
+    engine = engine_of(args)
+    print("| record | jobs | workers | predicted distributor wall s "
+          "| measured s | predicted / measured |")
+    print("|---|---|---|---|---|---|")
+    worst = 0.0
+    reference = None
+    if args.durations_from:
+        _, ref_jobs = load_record(args.durations_from)
+        with open(args.durations_from) as f:
+            modules = [j["module"] for j in json.load(f)["jobs"]]
+        reference = dict(zip(modules, (j["seconds"] for j in ref_jobs)))
+    for path in args.records:
+        rec, jobs = load_record(path)
+        if reference is not None:
+            # The jobs as another link measured them (the same program
+            # through the same engine without the condition under test).
+            for job, raw in zip(jobs, rec["jobs"]):
+                if raw["module"] not in reference:
+                    raise SystemExit(f"farmmodel.py: error: {args.durations_from} has "
+                                     f"no job of {raw['module']}")
+                job["seconds"] = reference[raw["module"]]
+        measured = rec.get("distributor_wall")
+        if not measured:
+            raise SystemExit(f"farmmodel.py: error: {path} has no distributor wall")
+        # The record's jobs as the distributor handed them out (it starts
+        # them in manifest order).
+        span, _ = makespan(jobs, args.workers_for_validation, engine, "manifest")
+        ratio = span / measured
+        worst = max(worst, abs(ratio - 1))
+        print(f"| {os.path.basename(path)} | {len(jobs)} | {args.workers_for_validation} "
+              f"| {span:.2f} | {measured:.2f} | {ratio:.2f} |")
+    print()
+    print(f"largest error: {100 * worst:.0f}%")
+    return 0
+
+
+def _workers(text):
+    try:
+        ws = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        ws = []
+    if not ws or min(ws) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma list of worker counts")
+    return ws
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="bench/farmmodel.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def engine_options(q):
+        q.add_argument("--engine", choices=sorted(ENGINES), default="local",
+                       help="per-job costs to start from (default: %(default)s)")
+        q.add_argument("--queue", type=float, help="seconds a job waits in the engine")
+        q.add_argument("--start", type=float, help="seconds to start a job on a worker")
+        q.add_argument("--rtt", type=float, help="network round trip, seconds")
+        q.add_argument("--upload", type=float, help="MB/s to the worker (0: free)")
+        q.add_argument("--download", type=float, help="MB/s back (0: free)")
+
+    r = sub.add_parser("replay", help="a measured link on 1..N workers")
+    r.add_argument("record", help="a probe record (OUT/logs/PROGRAM/MODE-probe0.json)")
+    r.add_argument("--results", help="the run's results.json, for the link's phases")
+    r.add_argument("--program", help="the program in --results")
+    r.add_argument("--mode", help="the mode in --results (default: the record's)")
+    r.add_argument("--before", type=float, help="seconds before the first job")
+    r.add_argument("--after", type=float, help="seconds after the last object")
+    r.add_argument("--workers", type=_workers, default=_workers("1,2,4,8,16,32,64,128,256,512,1000"),
+                   help="worker counts (default: 1,2,4,...,512,1000)")
+    r.add_argument("--scale-to", type=int, metavar="N",
+                   help="replay N jobs drawn from the record's (extrapolation)")
+    r.add_argument("--seed", type=int, default=1, help="seed of --scale-to")
+    r.add_argument("--json", action="store_true", help="print JSON")
+    engine_options(r)
+    v = sub.add_parser("validate", help="the model against measured distributor walls")
+    v.add_argument("records", nargs="+", help="probe records")
+    v.add_argument("--durations-from", metavar="RECORD",
+                   help="each job's duration from this record (the same jobs "
+                        "measured without the engine costs given), not its own")
+    v.add_argument("--workers", dest="workers_for_validation", type=int, default=2,
+                   help="the workers the measured links had (default: %(default)s)")
+    engine_options(v)
+    args = p.parse_args(argv)
+    if args.command == "replay":
+        if args.scale_to and (args.before is None or args.after is None):
+            p.error("--scale-to needs --before and --after: the phases of a link of "
+                    "that size (measured, or fitted from the measured sizes)")
+        if args.results and not args.program:
+            p.error("--results needs --program")
+        if args.results and not args.mode:
+            base = os.path.basename(args.record)
+            args.mode = base.split("-probe")[0]
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    return {"replay": cmd_replay, "validate": cmd_validate}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
