@@ -99,7 +99,10 @@ Expected<JobEvent> parseJobEvent(StringRef Line) {
   return E;
 }
 
-std::string jobRecordLine(uint64_t Id, const Job &Jb) {
+// A job record; a plugin host's also says how many bytes of each input
+// follow it.
+static std::string jobRecord(uint64_t Id, const Job &Jb,
+                             const ArrayRef<StringRef> *Contents) {
   std::string Line;
   raw_string_ostream OS(Line);
   json::OStream J(OS);
@@ -107,8 +110,17 @@ std::string jobRecordLine(uint64_t Id, const Job &Jb) {
     J.attribute("id", int64_t(Id));
     writeJobFields(J, Jb);
     J.attribute("input_bytes", int64_t(Jb.InputBytes));
+    if (Contents)
+      J.attributeArray("sizes", [&] {
+        for (StringRef C : *Contents)
+          J.value(int64_t(C.size()));
+      });
   });
   return Line;
+}
+
+std::string jobRecordLine(uint64_t Id, const Job &Jb) {
+  return jobRecord(Id, Jb, nullptr);
 }
 
 std::string cancelLine(uint64_t Id) {
@@ -154,21 +166,9 @@ std::string linkFrame(StringRef LinkerOutput, StringRef Triple,
 }
 
 std::string jobFrame(uint64_t Id, const Job &Jb, ArrayRef<StringRef> Contents) {
-  std::string Frame;
-  raw_string_ostream OS(Frame);
-  json::OStream J(OS);
-  J.object([&] {
-    J.attribute("id", int64_t(Id));
-    writeJobFields(J, Jb);
-    J.attribute("input_bytes", int64_t(Jb.InputBytes));
-    J.attributeArray("sizes", [&] {
-      for (StringRef C : Contents)
-        J.value(int64_t(C.size()));
-    });
-  });
-  OS << '\n';
+  std::string Frame = jobRecord(Id, Jb, &Contents) + "\n";
   for (StringRef C : Contents)
-    OS << C;
+    Frame += C;
   return Frame;
 }
 

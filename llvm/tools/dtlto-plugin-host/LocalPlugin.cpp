@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LocalPlugin.h"
+#include "WriteAll.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
@@ -36,20 +37,9 @@
 extern char **environ;
 
 using namespace llvm;
+using dtlto::writeAll;
 
 namespace {
-
-bool writeAll(int Fd, StringRef Data) {
-  while (!Data.empty()) {
-    ssize_t N = write(Fd, Data.data(), Data.size());
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N <= 0)
-      return false;
-    Data = Data.drop_front(N);
-  }
-  return true;
-}
 
 /// One `dtlto-backend --memory` process.
 struct Worker {

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LocalPlugin.h"
+#include "WriteAll.h"
 #include "dtlto/Plugin.h"
 #include "dtlto/dtlto-plugin.h"
 
@@ -42,6 +43,7 @@
 #include <vector>
 
 using namespace llvm;
+using dtlto::writeAll;
 using dtlto::PluginLoadFailedExitCode;
 
 namespace {
@@ -59,19 +61,6 @@ int fdFromEnv(const char *Var) {
     die(1, Twine(Var) + " is not set: dtlto-plugin-host is started by the "
                         "linker, for --thinlto-distributor=<plugin>");
   return Fd;
-}
-
-// Writes all of Data, or gives up when the engine has gone.
-bool writeAll(int Fd, StringRef Data) {
-  while (!Data.empty()) {
-    ssize_t N = write(Fd, Data.data(), Data.size());
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N <= 0)
-      return false;
-    Data = Data.drop_front(N);
-  }
-  return true;
 }
 
 /// The distributor arguments, for the plugin's open.
