@@ -61,8 +61,10 @@
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <unistd.h>
 
 using namespace llvm;
@@ -222,6 +224,8 @@ private:
   StringRef moduleBytes(StringRef ModuleID);
   std::string farmName() const;
   void fillLocalSlots(std::unique_lock<std::mutex> &Lock);
+  void recordHandedOver(JobState &State);
+  double hedgeRate();
   JobState *pickForLocalSlot(Source &Kind);
   void runInLocalSlot(JobState &State, Source Kind);
   bool finishJob(JobState &State, StringRef Object, Source From);
@@ -302,6 +306,17 @@ private:
   Clock::time_point LastEventAt; // the last line on the event channel
   std::optional<DefaultThreadPool> LocalPool;
   std::vector<double> SecondsPerByte; // of finished jobs, for hedging
+  // What a free local slot may take, found without walking every job (a
+  // pick per local job over all jobs is quadratic in a 30,000-job link).
+  // Entries go stale (a job started, finished, or taken) and are dropped
+  // when met: none comes back, so each is looked at a bounded number of
+  // times.
+  using Candidate = std::pair<uint64_t, size_t>; // input bytes, job id
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>>
+      NotStarted;                  // smallest first
+  std::deque<JobState *> GaveUp;   // the farm failed them, oldest first
+  double HedgeRate = 0;            // median of SecondsPerByte...
+  size_t HedgeRateSamples = 0;     // ...when it had this many
   std::string EventChannelProblem;    // the first bad line, for one warning
   size_t EventsSeen = 0;
   // With a plugin: module files mapped for their bytes, once each.
@@ -950,10 +965,7 @@ void OutOfProcessBackend::handOver(JobState &State) {
       return jobFailed(State, std::move(E));
   }
   std::unique_lock<std::mutex> Lock(Mu);
-  State.Handed = true;
-  State.Id = Handed.size();
-  State.HandedAt = Clock::now();
-  Handed.push_back(&State);
+  recordHandedOver(State);
   // Before the job is sent: its events find it in the report.
   LinkReport::jobHandedOver(State.J, State.Id);
   if (!Plugin) {
@@ -1003,6 +1015,8 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
     break;
   case JobEvent::Failed:
     if (!E->Retry && !State.finished()) {
+      if (!State.FarmGaveUp)
+        GaveUp.push_back(&State);
       State.FarmGaveUp = true;
       State.FallbackReason = (Plugin ? farmName() : "the DTLTO distributor") +
                              " failed the job for '" + State.J.ModuleID + "'" +
@@ -1038,6 +1052,8 @@ void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
     // exited, a failure it reported says more than the missing object.
     if (!AfterExit) {
       State.FallbackReason = Why;
+      if (!State.FarmGaveUp)
+        GaveUp.push_back(&State);
       State.FarmGaveUp = true;
     } else if (State.FallbackReason.empty()) {
       State.FallbackReason = Why;
@@ -1064,28 +1080,32 @@ void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
 // enough; a farm that started every job and finishes none is hedged once a
 // local slot has done one). Under Mu.
 JobState *OutOfProcessBackend::pickForLocalSlot(Source &Kind) {
-  JobState *Unstarted = nullptr, *Straggler = nullptr;
-  double Worst = 0;
-  double Rate = 0;
-  if (HedgeFactor > 0 && !SecondsPerByte.empty()) {
-    std::vector<double> R = SecondsPerByte;
-    std::nth_element(R.begin(), R.begin() + R.size() / 2, R.end());
-    Rate = R[R.size() / 2];
+  auto Taken = [](const JobState *State) {
+    return State->finished() || State->LocalCopy;
+  };
+  while (!GaveUp.empty() && Taken(GaveUp.front()))
+    GaveUp.pop_front();
+  if (!GaveUp.empty()) {
+    Kind = Source::Fallback;
+    return GaveUp.front();
   }
-  Clock::time_point Now = Clock::now();
-  for (JobState *State : Handed) {
-    if (State->finished() || State->LocalCopy)
-      continue;
-    if (State->FarmGaveUp) {
-      Kind = Source::Fallback;
+  while (!NotStarted.empty()) {
+    JobState *State = Handed[NotStarted.top().second];
+    if (!Taken(State) && !State->FarmStarted && !State->FarmGaveUp) {
+      Kind = Source::LocalSlot;
       return State;
     }
-    if (!State->FarmStarted) {
-      if (!Unstarted || State->J.InputBytes < Unstarted->J.InputBytes)
-        Unstarted = State;
-      continue;
-    }
-    if (!Rate)
+    NotStarted.pop();
+  }
+  double Rate = hedgeRate();
+  if (!Rate)
+    return nullptr;
+  // Only near the link's end (every job started): each job once.
+  JobState *Straggler = nullptr;
+  double Worst = 0;
+  Clock::time_point Now = Clock::now();
+  for (JobState *State : Handed) {
+    if (Taken(State) || !State->FarmStarted)
       continue;
     double Ran =
         std::chrono::duration<double>(Now - State->FarmStartedAt).count();
@@ -1096,12 +1116,34 @@ JobState *OutOfProcessBackend::pickForLocalSlot(Source &Kind) {
       Straggler = State;
     }
   }
-  if (Unstarted) {
-    Kind = Source::LocalSlot;
-    return Unstarted;
-  }
   Kind = Source::Hedge;
   return Straggler;
+}
+
+// The hedging rate, recomputed once the samples have grown by a sixteenth
+// (so all recomputations together cost about as much as sorting them once).
+// Under Mu.
+double OutOfProcessBackend::hedgeRate() {
+  if (HedgeFactor <= 0 || SecondsPerByte.empty())
+    return 0;
+  size_t N = SecondsPerByte.size();
+  if (N != HedgeRateSamples &&
+      (HedgeRateSamples < 64 || N >= HedgeRateSamples + HedgeRateSamples / 16)) {
+    std::vector<double> R = SecondsPerByte;
+    std::nth_element(R.begin(), R.begin() + N / 2, R.end());
+    HedgeRate = R[N / 2];
+    HedgeRateSamples = N;
+  }
+  return HedgeRate;
+}
+
+// A job given to the distributor gets its id, in order. Under Mu.
+void OutOfProcessBackend::recordHandedOver(JobState &State) {
+  State.Handed = true;
+  State.Id = Handed.size();
+  State.HandedAt = Clock::now();
+  Handed.push_back(&State);
+  NotStarted.push({State.J.InputBytes, State.Id});
 }
 
 void OutOfProcessBackend::fillLocalSlots(std::unique_lock<std::mutex> &Lock) {
@@ -1211,12 +1253,8 @@ Error OutOfProcessBackend::runJobs() {
       return E;
     {
       std::lock_guard<std::mutex> Lock(Mu);
-      for (JobState *State : ToFarm) {
-        State->Handed = true;
-        State->Id = Handed.size();
-        State->HandedAt = Clock::now();
-        Handed.push_back(State);
-      }
+      for (JobState *State : ToFarm)
+        recordHandedOver(*State);
     }
     if (!ToFarm.empty())
       if (Error E = startFarm(ManifestJobs, /*Stream=*/false)) {
