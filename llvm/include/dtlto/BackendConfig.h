@@ -27,6 +27,11 @@ namespace dtlto {
 llvm::Error writeBackendConfig(llvm::StringRef Path, const llvm::lto::Config &Conf,
                                llvm::ArrayRef<std::string> MllvmArgs);
 
+/// The same configuration as text, for a plugin host that gets it in memory.
+llvm::Expected<std::string>
+backendConfigText(const llvm::lto::Config &Conf,
+                  llvm::ArrayRef<std::string> MllvmArgs);
+
 /// What a configuration file holds besides the fields themselves.
 struct BackendConfigHeader {
   std::string LLVMVersion;
@@ -38,6 +43,10 @@ struct BackendConfigHeader {
 /// version (whose configuration this LLVM cannot be trusted to honour).
 llvm::Expected<BackendConfigHeader> readBackendConfig(llvm::StringRef Path,
                                                       llvm::lto::Config &Conf);
+/// The same from a configuration in memory; Name names it in errors.
+llvm::Expected<BackendConfigHeader> parseBackendConfig(llvm::StringRef Name,
+                                                       llvm::StringRef Text,
+                                                       llvm::lto::Config &Conf);
 
 } // namespace dtlto
 

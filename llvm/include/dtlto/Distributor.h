@@ -13,6 +13,7 @@
 #include "llvm/Support/Error.h"
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dtlto {
@@ -55,15 +56,20 @@ bool speaksStreamProtocol(llvm::StringRef Program,
 /// is called on another when the distributor has exited. Sending never
 /// blocks the caller. Destroying it stops what is left of the process group
 /// and joins its threads.
+///
+/// The plugin host (Plugin.h) runs without a manifest (ManifestPath empty:
+/// none is passed) and with Payloads: an event line with "bytes" is
+/// followed by that many bytes, handed to OnEvent with the line.
 class DistributorProcess {
 public:
-  using EventFn = std::function<void(llvm::StringRef Line)>;
+  using EventFn =
+      std::function<void(llvm::StringRef Line, llvm::StringRef Payload)>;
   using ExitFn = std::function<void()>;
 
   static llvm::Expected<std::unique_ptr<DistributorProcess>>
   start(llvm::StringRef Program, llvm::ArrayRef<std::string> Args,
-        llvm::StringRef ManifestPath, bool Streaming, EventFn OnEvent,
-        ExitFn OnExit);
+        llvm::StringRef ManifestPath, bool Streaming, bool Payloads,
+        EventFn OnEvent, ExitFn OnExit);
   ~DistributorProcess();
 
   /// Streaming: one line on the job channel (the newline is added). The
@@ -74,6 +80,10 @@ public:
   bool exited() const;
   /// Once exited(): success for exit status 0, else what went wrong.
   llvm::Error exitStatus();
+  /// Once exited(): the exit code, or std::nullopt after a signal.
+  std::optional<int> exitCode();
+  /// Once exited(): the signal that ended it, or std::nullopt.
+  std::optional<int> exitSignal();
   /// Asks the process group to stop (SIGTERM), waits a few seconds for the
   /// distributor to exit, then kills what is left (SIGKILL).
   void stop();

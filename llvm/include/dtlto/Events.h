@@ -13,6 +13,7 @@
 #ifndef DTLTO_EVENTS_H
 #define DTLTO_EVENTS_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
@@ -35,6 +36,8 @@ struct JobEvent {
   unsigned Attempt = 0; // 0: not said
   std::string Reason;   // for Failed
   bool Retry = false;   // for Failed: the distributor tries again
+  /// For Done from the plugin host: the object's bytes follow the line.
+  uint64_t Bytes = 0;
 };
 
 /// Parses one line of the channel. An error says what is wrong with it.
@@ -50,6 +53,24 @@ struct Job;
 std::string jobRecordLine(uint64_t Id, const Job &J);
 std::string cancelLine(uint64_t Id);
 std::string endLine();
+
+/// The plugin host's dialect (docs/plugins.md, "The host protocol"): the
+/// same lines, with bytes after some of them. How many bytes follow an
+/// event line: its "bytes", 0 when it has none or is no event.
+uint64_t payloadBytes(llvm::StringRef Line);
+
+/// What every job shares, first on the job channel, followed by the bytes
+/// of Config. NativeFiles: the name the common args give it (dtlto-backend
+/// as the remote compiler), else empty.
+std::string linkFrame(llvm::StringRef LinkerOutput, llvm::StringRef Triple,
+                      llvm::ArrayRef<std::string> CommonArgs,
+                      llvm::ArrayRef<std::string> NativeFiles,
+                      llvm::StringRef Config);
+
+/// A job record with "sizes", followed by the bytes of each input in the
+/// order of its "inputs" (Contents has them in that order).
+std::string jobFrame(uint64_t Id, const Job &J,
+                     llvm::ArrayRef<llvm::StringRef> Contents);
 
 } // namespace dtlto
 

@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBufferRef.h"
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ llvm::Error writeCopies(llvm::ArrayRef<std::string> ModuleIDs,
                         TraceSettings Trace,
                         llvm::function_ref<void(llvm::StringRef)> Register,
                         llvm::function_ref<void(llvm::StringRef)> Forget);
+/// The bytes of the copy input preparation made for ModuleID (an archive
+/// member, FatLTO bitcode), which a plugin gets in memory instead of a file;
+/// std::nullopt when ModuleID names a file of its own.
+std::optional<llvm::MemoryBufferRef> preparedCopy(llvm::StringRef ModuleID);
 void forgetPreparedInputs();
 
 } // namespace dtlto

@@ -8,6 +8,7 @@
 #ifndef DTLTO_SHARDS_H
 #define DTLTO_SHARDS_H
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/IR/ModuleSummaryIndex.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Transforms/IPO/FunctionImport.h"
@@ -39,6 +40,9 @@ struct ShardRequest {
   /// /OPT:REF could strip); a remote clang knows it only from the shard.
   bool AddCalledDeclarations = false;
   bool EmitImportsFile = false;
+  /// When set, the shard goes here instead of to ShardPath (a plugin gets
+  /// it in memory).
+  llvm::SmallString<0> *InMemory = nullptr;
 };
 
 /// Writes the shard for one module and returns the modules it imports from

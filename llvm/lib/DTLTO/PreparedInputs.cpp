@@ -69,6 +69,13 @@ Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
   return createStringError(EC, "DTLTO cannot write the " + Input.Description +
                                    " to '" + Path + "': " + EC.message());
 }
+std::optional<MemoryBufferRef> preparedCopy(StringRef ModuleID) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  auto It = Prepared.find(ModuleID);
+  if (It == Prepared.end() || !It->second.Copy.getBufferStart())
+    return std::nullopt;
+  return It->second.Copy;
+}
 
 void forgetPreparedInputs() {
   std::lock_guard<std::mutex> Lock(Mu);

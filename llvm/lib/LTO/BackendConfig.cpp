@@ -150,8 +150,8 @@ static json::Array toJSON(ArrayRef<std::string> Strings) {
   return A;
 }
 
-Error writeBackendConfig(StringRef Path, const lto::Config &C,
-                         ArrayRef<std::string> MllvmArgs) {
+Expected<std::string> backendConfigText(const lto::Config &C,
+                                        ArrayRef<std::string> MllvmArgs) {
   // What a worker cannot reproduce: files written next to the linker, code
   // loaded into it. Refuse rather than produce something else.
   const char *Unsupported = !C.DwoDir.empty()              ? "--dwo-dir"
@@ -182,9 +182,16 @@ Error writeBackendConfig(StringRef Path, const lto::Config &C,
                     {"llvm_version", LLVM_VERSION_STRING},
                     {"mllvm", toJSON(MllvmArgs)},
                     {"fields", std::move(Fields)}};
-  return writeFile(Path, "dtlto-backend configuration", [&](raw_ostream &OS) {
-    OS << formatv("{0:1}", json::Value(std::move(Root))) << "\n";
-  });
+  return formatv("{0:1}", json::Value(std::move(Root))).str() + "\n";
+}
+
+Error writeBackendConfig(StringRef Path, const lto::Config &C,
+                         ArrayRef<std::string> MllvmArgs) {
+  Expected<std::string> Text = backendConfigText(C, MllvmArgs);
+  if (!Text)
+    return Text.takeError();
+  return writeFile(Path, "dtlto-backend configuration",
+                   [&](raw_ostream &OS) { OS << *Text; });
 }
 
 namespace {
@@ -257,15 +264,23 @@ struct FieldReader {
 
 Expected<BackendConfigHeader> readBackendConfig(StringRef Path,
                                                 lto::Config &C) {
-  auto Fail = [&](const Twine &Why) {
-    return createStringError(inconvertibleErrorCode(),
-                             "the dtlto-backend configuration '" + Path +
-                                 "' " + Why);
-  };
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
   if (!Buf)
-    return Fail("cannot be read: " + Buf.getError().message());
-  Expected<json::Value> Root = json::parse((*Buf)->getBuffer());
+    return createStringError(
+        inconvertibleErrorCode(),
+        "the dtlto-backend configuration '" + Path +
+            "' cannot be read: " + Buf.getError().message());
+  return parseBackendConfig(Path, (*Buf)->getBuffer(), C);
+}
+
+Expected<BackendConfigHeader> parseBackendConfig(StringRef Name, StringRef Text,
+                                                 lto::Config &C) {
+  auto Fail = [&](const Twine &Why) {
+    return createStringError(inconvertibleErrorCode(),
+                             "the dtlto-backend configuration '" + Name + "' " +
+                                 Why);
+  };
+  Expected<json::Value> Root = json::parse(Text);
   if (!Root)
     return Fail("is damaged: " + toString(Root.takeError()));
   const json::Object *Obj = Root->getAsObject();

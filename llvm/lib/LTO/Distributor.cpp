@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dtlto/Distributor.h"
+#include "dtlto/Events.h"
 #include "dtlto/Signals.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -263,6 +264,7 @@ static Expected<ChildEnd> childEnd(int Fd, StringRef Var) {
 
 struct DistributorProcess::Impl {
   std::string Program, Name, ManifestPath;
+  bool Payloads = false;
   pid_t Pid = 0;
   EventFn OnEvent;
   ExitFn OnExit;
@@ -277,21 +279,49 @@ struct DistributorProcess::Impl {
   bool OutboxClosed = false;
   bool Stopping = false;
   bool Exited = false;
+  bool ReaderDone = false; // the event reader has returned
   int Status = 0;
   bool StatusKnown = false;
 
   std::thread Reader, Writer, Waiter;
 
   void readEvents();
+  void readEventLines();
   void writeJobs();
   void waitForExit();
 };
 
 // Lines of the event channel, as they come; a line longer than the limit
-// is cut (the parser then says it is no JSON).
+// is cut (the parser then says it is no JSON). With Payloads, the bytes a
+// line announces are read with it.
 void DistributorProcess::Impl::readEvents() {
+  readEventLines();
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    ReaderDone = true;
+  }
+  Changed.notify_all();
+}
+
+void DistributorProcess::Impl::readEventLines() {
   std::string Pending;
+  size_t Start = 0; // where the next line begins in Pending
   char Buf[65536];
+  auto TakeLines = [&] {
+    for (;;) {
+      size_t NL = Pending.find('\n', Start);
+      if (NL == std::string::npos)
+        break;
+      StringRef Line = StringRef(Pending).slice(Start, NL);
+      uint64_t Bytes = Payloads ? payloadBytes(Line) : 0;
+      if (Pending.size() - (NL + 1) < Bytes)
+        break; // the rest of its bytes are still on the way
+      OnEvent(Line, StringRef(Pending).substr(NL + 1, Bytes));
+      Start = NL + 1 + Bytes;
+    }
+    Pending.erase(0, Start);
+    Start = 0;
+  };
   for (;;) {
     struct pollfd P[2] = {{EventRead, POLLIN, 0}, {Wake[0], POLLIN, 0}};
     if (poll(P, 2, -1) < 0) {
@@ -307,16 +337,14 @@ void DistributorProcess::Impl::readEvents() {
     if (N <= 0)
       break;
     Pending.append(Buf, N);
-    size_t Start = 0;
-    for (size_t NL; (NL = Pending.find('\n', Start)) != std::string::npos;
-         Start = NL + 1)
-      OnEvent(StringRef(Pending).slice(Start, NL));
-    Pending.erase(0, Start);
-    if (Pending.size() > (1 << 20)) // no newline in a megabyte: not ours
+    TakeLines();
+    // No newline in a megabyte: not ours (payloads are not lines).
+    if (!Payloads && Pending.size() > (1 << 20))
       Pending.clear();
   }
-  if (!Pending.empty())
-    OnEvent(Pending);
+  // A last line without its newline; a payload cut short is dropped.
+  if (!Pending.empty() && Pending.find('\n') == std::string::npos)
+    OnEvent(Pending, "");
 }
 
 // The job channel is a socket pair, not a pipe: a write after the
@@ -368,6 +396,15 @@ void DistributorProcess::Impl::waitForExit() {
   // The distributor must not leave jobs behind that could still write into
   // the output directory once we have cleaned it.
   kill(-Pid, SIGKILL);
+  // With payloads an object exists only on the channel: what the
+  // distributor wrote before it exited is read before the exit is told.
+  // The group is gone, so the pipe ends soon; the limit is for a process
+  // that left the group with the pipe open.
+  if (Payloads) {
+    std::unique_lock<std::mutex> Lock(Mu);
+    Changed.wait_for(Lock, std::chrono::seconds(10),
+                     [&] { return ReaderDone; });
+  }
   OnExit();
 }
 
@@ -376,9 +413,10 @@ DistributorProcess::DistributorProcess(std::unique_ptr<Impl> I)
 
 Expected<std::unique_ptr<DistributorProcess>>
 DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
-                          StringRef ManifestPath, bool Streaming,
+                          StringRef ManifestPath, bool Streaming, bool Payloads,
                           EventFn OnEvent, ExitFn OnExit) {
   auto I = std::make_unique<Impl>();
+  I->Payloads = Payloads;
   I->Program = Program.str();
   I->Name = distributorName(Program, Args);
   I->ManifestPath = ManifestPath.str();
@@ -433,7 +471,8 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
   std::vector<std::string> Argv;
   Argv.push_back(ProgramStr);
   Argv.insert(Argv.end(), Args.begin(), Args.end());
-  Argv.push_back(std::string(ManifestPath));
+  if (!ManifestPath.empty())
+    Argv.push_back(std::string(ManifestPath));
   std::vector<char *> CArgv;
   for (std::string &A : Argv)
     CArgv.push_back(A.data());
@@ -541,19 +580,35 @@ Error DistributorProcess::exitStatus() {
   int Status = I->Status;
   if (WIFEXITED(Status) && WEXITSTATUS(Status) == 0)
     return Error::success();
+  std::string OfWhat = I->ManifestPath.empty()
+                           ? std::string("running its jobs")
+                           : "running the jobs of '" + I->ManifestPath + "'";
   if (WIFEXITED(Status))
-    return createStringError(
-        inconvertibleErrorCode(),
-        "the DTLTO distributor '" + I->Name + "' failed with exit code " +
-            Twine(WEXITSTATUS(Status)) + " running the jobs of '" +
-            I->ManifestPath + "'; its own messages above say why");
+    return createStringError(inconvertibleErrorCode(),
+                             "the DTLTO distributor '" + I->Name +
+                                 "' failed with exit code " +
+                                 Twine(WEXITSTATUS(Status)) + " " + OfWhat +
+                                 "; its own messages above say why");
   // A process killed by a signal had no chance to say anything.
   return createStringError(
       inconvertibleErrorCode(),
       "the DTLTO distributor '" + I->Name + "' was killed by signal " +
-          Twine(WTERMSIG(Status)) + " (" + strsignal(WTERMSIG(Status)) +
-          ") running the jobs of '" + I->ManifestPath +
-          "' (out of memory, or stopped from outside?)");
+          Twine(WTERMSIG(Status)) + " (" + strsignal(WTERMSIG(Status)) + ") " +
+          OfWhat + " (out of memory, or stopped from outside?)");
+}
+
+std::optional<int> DistributorProcess::exitCode() {
+  std::lock_guard<std::mutex> Lock(I->Mu);
+  if (!I->StatusKnown || !WIFEXITED(I->Status))
+    return std::nullopt;
+  return WEXITSTATUS(I->Status);
+}
+
+std::optional<int> DistributorProcess::exitSignal() {
+  std::lock_guard<std::mutex> Lock(I->Mu);
+  if (!I->StatusKnown || !WIFSIGNALED(I->Status))
+    return std::nullopt;
+  return WTERMSIG(I->Status);
 }
 
 DistributorProcess::~DistributorProcess() {

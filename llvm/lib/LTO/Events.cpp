@@ -14,6 +14,9 @@ static const char *const KindNames[] = {"accepted", "started", "done", "failed",
 
 StringRef jobEventName(JobEvent::Kind K) { return KindNames[K]; }
 
+// No object is that large; a larger size is a broken host.
+static constexpr int64_t MaxPayload = int64_t(4) << 30;
+
 static Error bad(const Twine &Why) {
   return createStringError(inconvertibleErrorCode(), Why);
 }
@@ -81,6 +84,12 @@ Expected<JobEvent> parseJobEvent(StringRef Line) {
       return bad("'attempt' is not a positive integer");
     E.Attempt = *N;
   }
+  if (const json::Value *B = O->get("bytes")) {
+    std::optional<int64_t> N = B->getAsInteger();
+    if (!N || *N < 0 || *N > MaxPayload)
+      return bad("'bytes' is not a size up to 4 GiB");
+    E.Bytes = *N;
+  }
   if (const json::Value *R = O->get("retry")) {
     std::optional<bool> B = R->getAsBoolean();
     if (!B)
@@ -90,7 +99,10 @@ Expected<JobEvent> parseJobEvent(StringRef Line) {
   return E;
 }
 
-std::string jobRecordLine(uint64_t Id, const Job &Jb) {
+// A job record; a plugin host's also says how many bytes of each input
+// follow it.
+static std::string jobRecord(uint64_t Id, const Job &Jb,
+                             const ArrayRef<StringRef> *Contents) {
   std::string Line;
   raw_string_ostream OS(Line);
   json::OStream J(OS);
@@ -98,8 +110,17 @@ std::string jobRecordLine(uint64_t Id, const Job &Jb) {
     J.attribute("id", int64_t(Id));
     writeJobFields(J, Jb);
     J.attribute("input_bytes", int64_t(Jb.InputBytes));
+    if (Contents)
+      J.attributeArray("sizes", [&] {
+        for (StringRef C : *Contents)
+          J.value(int64_t(C.size()));
+      });
   });
   return Line;
+}
+
+std::string jobRecordLine(uint64_t Id, const Job &Jb) {
+  return jobRecord(Id, Jb, nullptr);
 }
 
 std::string cancelLine(uint64_t Id) {
@@ -107,5 +128,48 @@ std::string cancelLine(uint64_t Id) {
 }
 
 std::string endLine() { return "{\"end\": true}"; }
+
+uint64_t payloadBytes(StringRef Line) {
+  if (!Line.contains("\"bytes\""))
+    return 0;
+  Expected<JobEvent> E = parseJobEvent(Line);
+  if (!E) {
+    consumeError(E.takeError());
+    return 0;
+  }
+  return E->Bytes;
+}
+
+std::string linkFrame(StringRef LinkerOutput, StringRef Triple,
+                      ArrayRef<std::string> CommonArgs,
+                      ArrayRef<std::string> NativeFiles, StringRef Config) {
+  std::string Frame;
+  raw_string_ostream OS(Frame);
+  json::OStream J(OS);
+  J.object([&] {
+    J.attributeObject("link", [&] {
+      J.attribute("linker_output", LinkerOutput);
+      J.attribute("triple", Triple);
+      J.attributeArray("args", [&] {
+        for (const std::string &A : CommonArgs)
+          J.value(A);
+      });
+      J.attributeArray("native_files", [&] {
+        for (const std::string &F : NativeFiles)
+          J.value(F);
+      });
+      J.attribute("backend_config", int64_t(Config.size()));
+    });
+  });
+  OS << '\n' << Config;
+  return Frame;
+}
+
+std::string jobFrame(uint64_t Id, const Job &Jb, ArrayRef<StringRef> Contents) {
+  std::string Frame = jobRecord(Id, Jb, &Contents) + "\n";
+  for (StringRef C : Contents)
+    Frame += C;
+  return Frame;
+}
 
 } // namespace dtlto

@@ -39,6 +39,7 @@
 #include "dtlto/Manifest.h"
 #include "dtlto/ObjectCheck.h"
 #include "dtlto/Options.h"
+#include "dtlto/Plugin.h"
 #include "dtlto/PreparedInputs.h"
 #include "dtlto/Shards.h"
 #include "dtlto/TempFiles.h"
@@ -60,8 +61,10 @@
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <unistd.h>
 
 using namespace llvm;
@@ -149,6 +152,8 @@ struct JobState {
   std::string CacheEntry;
   std::string CacheWriteFailure;
   std::vector<RequiredSymbol> RequiredSymbols;
+  /// With a plugin: the index shard, never written to a file.
+  SmallString<0> Shard;
   /// What compiling the job in the linker needs.
   std::optional<BitcodeModule> Module;
   const FunctionImporter::ImportMapTy *ImportList = nullptr;
@@ -212,9 +217,15 @@ private:
   void keepWholeManifest(ArrayRef<JobState *> Pending);
   Error ensureStreamingFarm();
   void handOver(JobState &State);
-  void onEventLine(StringRef Line);
-  void takeFarmObject(JobState &State, bool AfterExit);
+  void onEventLine(StringRef Line, StringRef Payload);
+  void takeFarmObject(JobState &State, bool AfterExit,
+                      std::optional<StringRef> Payload = std::nullopt);
+  std::string pluginLinkFrame();
+  StringRef moduleBytes(StringRef ModuleID);
+  std::string farmName() const;
   void fillLocalSlots(std::unique_lock<std::mutex> &Lock);
+  void recordHandedOver(JobState &State);
+  double hedgeRate();
   JobState *pickForLocalSlot(Source &Kind);
   void runInLocalSlot(JobState &State, Source Kind);
   bool finishJob(JobState &State, StringRef Object, Source From);
@@ -231,7 +242,8 @@ private:
   bool lookUpCache(JobState &State, StringRef Key);
   void storeInCache(JobState &State, StringRef Object);
   void warnCacheWrites(ArrayRef<JobState *> Order);
-  Expected<std::unique_ptr<MemoryBuffer>> loadObject(const JobState &State);
+  Expected<std::unique_ptr<MemoryBuffer>>
+  loadObject(const JobState &State, std::optional<StringRef> Payload);
   Error addObject(JobState &State, StringRef Object);
   static void jobFailed(JobState &State, Error E);
   TraceSettings trace() const {
@@ -256,6 +268,11 @@ private:
   // Resolved on the first start(): a bad setting is reported before any
   // shard is written.
   std::optional<std::string> DistributorPath;
+  /// The distributor's arguments: the user's, or, with a plugin, the
+  /// plugin host's (the plugin, then the user's).
+  std::vector<std::string> FarmArgs;
+  /// A plugin (Plugin.h): inputs and objects go in memory.
+  std::optional<PluginChoice> Plugin;
   bool LocalFallback = true;
   bool Compat = false; // upstream-compatible mode (Options.h)
   unsigned TimeoutSeconds = 0;
@@ -289,8 +306,22 @@ private:
   Clock::time_point LastEventAt; // the last line on the event channel
   std::optional<DefaultThreadPool> LocalPool;
   std::vector<double> SecondsPerByte; // of finished jobs, for hedging
+  // What a free local slot may take, found without walking every job (a
+  // pick per local job over all jobs is quadratic in a 30,000-job link).
+  // Entries go stale (a job started, finished, or taken) and are dropped
+  // when met: none comes back, so each is looked at a bounded number of
+  // times.
+  using Candidate = std::pair<uint64_t, size_t>; // input bytes, job id
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>>
+      NotStarted;                  // smallest first
+  std::deque<JobState *> GaveUp;   // the farm failed them, oldest first
+  double HedgeRate = 0;            // median of SecondsPerByte...
+  size_t HedgeRateSamples = 0;     // ...when it had this many
   std::string EventChannelProblem;    // the first bad line, for one warning
   size_t EventsSeen = 0;
+  // With a plugin: module files mapped for their bytes, once each.
+  std::mutex MappedMu;
+  StringMap<std::unique_ptr<MemoryBuffer>> Mapped;
   std::mutex CopiesMu; // streaming: held while a job's copies are written
   StringSet<> CopiesWritten;
 };
@@ -352,10 +383,20 @@ Error OutOfProcessBackend::checkSettings() {
           distributorShortName(S.Distributor, S.DistributorArgs),
           S.RemoteCompiler, Cache.isValid(), Jobs.size()))
     return E;
-  Expected<std::string> Path = findDistributor(S.Distributor);
-  if (!Path)
-    return Path.takeError();
-  DistributorPath = *Path;
+  Expected<std::optional<PluginChoice>> P = findPlugin(S.Distributor);
+  if (!P)
+    return P.takeError();
+  Plugin = *P;
+  FarmArgs = S.DistributorArgs;
+  if (Plugin) {
+    DistributorPath = Plugin->Host;
+    FarmArgs.insert(FarmArgs.begin(), Plugin->Plugin);
+  } else {
+    Expected<std::string> Path = findDistributor(S.Distributor);
+    if (!Path)
+      return Path.takeError();
+    DistributorPath = *Path;
+  }
   Signals.emplace();
   // Without a remote compiler common.args[0] is empty, as with LLVM's own
   // DTLTO: a distributor may pick the compiler itself. (lld-link requires
@@ -377,10 +418,11 @@ Error OutOfProcessBackend::checkSettings() {
   Expected<StreamMode> Mode = streamMode();
   if (!Mode)
     return Mode.takeError();
-  Streaming =
-      !Compat && (*Mode == StreamMode::On ||
-                  (*Mode == StreamMode::Auto &&
-                   speaksStreamProtocol(*DistributorPath, S.DistributorArgs)));
+  // A plugin always streams: the host speaks nothing else.
+  Streaming = Plugin ||
+              (!Compat && (*Mode == StreamMode::On ||
+                           (*Mode == StreamMode::Auto &&
+                            speaksStreamProtocol(*DistributorPath, FarmArgs))));
   // By default the linker's own core joins a streaming farm: the link holds
   // that core while it waits anyway, and with it stragglers are hedged
   // (bench/farm.py: 0.64x one-shot's wall on a farm with a slow host). A
@@ -560,6 +602,8 @@ Error OutOfProcessBackend::prepareJob(
   // dtlto-backend, like clang, reads the job's summaries from its shard.
   Req.AddReferencedDeclarations = true;
   Req.AddCalledDeclarations = TT.isOSBinFormatCOFF();
+  if (Plugin)
+    Req.InMemory = &State.Shard;
   TimeTraceScope ShardScope("Emit individual index for DTLTO", J.ShardPath);
   Expected<std::vector<std::string>> ImportedFrom = writeShard(
       CombinedIndex, ModuleToDefinedGVSummaries, *State.ImportList, Req);
@@ -577,8 +621,21 @@ Error OutOfProcessBackend::prepareJob(
 }
 
 Expected<std::unique_ptr<MemoryBuffer>>
-OutOfProcessBackend::loadObject(const JobState &State) {
+OutOfProcessBackend::loadObject(const JobState &State,
+                                std::optional<StringRef> Payload) {
   const Job &J = State.J;
+  if (Plugin) {
+    // The object came in memory, or not at all: a plugin leaves no files.
+    if (!Payload)
+      return makeError(farmName() + " returned no object for '" + J.ModuleID +
+                       "'");
+    std::unique_ptr<MemoryBuffer> Obj = MemoryBuffer::getMemBufferCopy(
+        *Payload, J.ModuleID + " (object from the plugin)");
+    if (Error E = checkObject(*Obj, TT, State.RequiredSymbols))
+      return makeError("the DTLTO job for '" + J.ModuleID +
+                       "' returned a bad object: " + toString(std::move(E)));
+    return std::move(Obj);
+  }
   ErrorOr<std::unique_ptr<MemoryBuffer>> Obj =
       MemoryBuffer::getFile(J.ObjectPath, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
@@ -740,11 +797,16 @@ Error OutOfProcessBackend::writeNativeBackendFiles() {
 // and starts the distributor with its channels.
 Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
                                      bool Stream) {
-  if (Native)
+  std::string Manifest, LinkFrame;
+  if (Plugin) {
+    // No manifest, no files: the host gets what the jobs share in memory.
+    LinkFrame = pluginLinkFrame();
+  } else if (Native) {
     if (Error E = writeNativeBackendFiles())
       return E;
-  std::string Manifest = manifestPath(S.LinkerOutputFile);
-  {
+  }
+  if (!Plugin) {
+    Manifest = manifestPath(S.LinkerOutputFile);
     TimeTraceScope Scope("Emit DTLTO JSON");
     Temps.add(Manifest);
     if (Error E = writeManifest(Manifest, Common, ManifestJobs))
@@ -759,8 +821,8 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
   FarmStart = Clock::now();
   LinkReport::distributorStarted(ManifestJobs);
   Expected<std::unique_ptr<DistributorProcess>> P = DistributorProcess::start(
-      *DistributorPath, S.DistributorArgs, Manifest, Stream,
-      [this](StringRef Line) { onEventLine(Line); },
+      *DistributorPath, FarmArgs, Manifest, Stream, /*Payloads=*/bool(Plugin),
+      [this](StringRef Line, StringRef Payload) { onEventLine(Line, Payload); },
       [this] {
         {
           std::lock_guard<std::mutex> Lock(Mu);
@@ -772,10 +834,68 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
     LinkReport::distributorEnded(/*Failed=*/true);
     return P.takeError();
   }
+  if (Plugin)
+    (*P)->send(std::move(LinkFrame));
   std::lock_guard<std::mutex> Lock(Mu);
   Farm = std::move(*P);
   Run.DistributorRan = true;
   return Error::success();
+}
+
+// What a plugin's jobs share: the common args, and what dtlto-backend reads
+// besides a job's inputs (the LTO configuration), which plugins that run
+// dtlto-backend need whatever the remote compiler.
+std::string OutOfProcessBackend::pluginLinkFrame() {
+  ExtraScope Scope(Compat, "DTLTO serialize plugin inputs");
+  std::vector<std::string> Mllvm;
+  for (const std::string &A : Conf.MllvmArgs)
+    if (!isEngineOption(A))
+      Mllvm.push_back(A);
+  // A configuration dtlto-backend cannot reproduce (backendConfigText says
+  // which) goes as none: plugins that run dtlto-backend then fail its jobs,
+  // which the linker compiles; plugins that run clang do not read it.
+  Expected<std::string> Config = backendConfigText(Conf, Mllvm);
+  if (!Config) {
+    consumeError(Config.takeError());
+    Config = std::string();
+  }
+  std::vector<std::string> NativeFiles;
+  if (Native) {
+    // A plugin that asks for files gets them at these names (the host
+    // writes them); registered so that a crashed host leaves none.
+    NativeFiles = {Native->Config};
+    Temps.add(Native->Config);
+  }
+  return linkFrame(S.LinkerOutputFile, TT.str(), Common.Args, NativeFiles,
+                   *Config);
+}
+
+// A module file's bytes for a plugin: the copy input preparation holds in
+// memory, or the file the module ID names, mapped (not copied, never
+// written). A BitcodeModule's own buffer is no file: the bitcode magic and
+// the string table are outside it. Empty when there is neither: the job
+// then fails on the plugin's side and the linker compiles it.
+StringRef OutOfProcessBackend::moduleBytes(StringRef ModuleID) {
+  if (std::optional<MemoryBufferRef> Copy = preparedCopy(ModuleID))
+    return Copy->getBuffer();
+  std::lock_guard<std::mutex> Lock(MappedMu);
+  std::unique_ptr<MemoryBuffer> &Buf = Mapped[ModuleID];
+  if (!Buf) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> File = MemoryBuffer::getFile(
+        ModuleID, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!File)
+      return StringRef();
+    Buf = std::move(*File);
+  }
+  return Buf->getBuffer();
+}
+
+// The distributor as messages name it.
+std::string OutOfProcessBackend::farmName() const {
+  if (Plugin)
+    return "the DTLTO distributor plugin '" + S.Distributor + "'";
+  return "the DTLTO distributor '" +
+         distributorName(*DistributorPath, FarmArgs) + "'";
 }
 
 // --save-temps keeps the manifest to rerun the link's jobs by hand. A
@@ -829,23 +949,38 @@ void OutOfProcessBackend::handOver(JobState &State) {
     consumeError(std::move(E)); // reported once, by wait()
     return;
   }
-  std::vector<std::string> Read = {State.J.ModuleID};
-  Read.insert(Read.end(), State.J.ImportedFrom.begin(),
-              State.J.ImportedFrom.end());
-  if (Error E = writeCopiesOnce(Read))
-    return jobFailed(State, std::move(E));
-  std::lock_guard<std::mutex> Lock(Mu);
-  State.Handed = true;
-  State.Id = Handed.size();
-  State.HandedAt = Clock::now();
-  Handed.push_back(&State);
-  // Before the record is sent: the job's events find it in the report.
+  ExtraScope Scope(Compat, "DTLTO hand job over", State.J.ModuleID);
+  std::vector<StringRef> Contents;
+  if (Plugin) {
+    // The bitcode the linker has in memory (archive members included: no
+    // copies are written), and the shard.
+    Contents = {moduleBytes(State.J.ModuleID), State.Shard};
+    for (const std::string &M : State.J.ImportedFrom)
+      Contents.push_back(moduleBytes(M));
+  } else {
+    std::vector<std::string> Read = {State.J.ModuleID};
+    Read.insert(Read.end(), State.J.ImportedFrom.begin(),
+                State.J.ImportedFrom.end());
+    if (Error E = writeCopiesOnce(Read))
+      return jobFailed(State, std::move(E));
+  }
+  std::unique_lock<std::mutex> Lock(Mu);
+  recordHandedOver(State);
+  // Before the job is sent: its events find it in the report.
   LinkReport::jobHandedOver(State.J, State.Id);
-  Farm->send(jobRecordLine(State.Id, State.J));
+  if (!Plugin) {
+    Farm->send(jobRecordLine(State.Id, State.J));
+    return;
+  }
+  // A frame copies the job's bitcode: not while events wait for Mu. No
+  // event can name the job before it is sent, and Farm stays until every
+  // job is handed over.
+  Lock.unlock();
+  Farm->send(jobFrame(State.Id, State.J, Contents));
 }
 
 // One line of the event channel, on the distributor's reader thread.
-void OutOfProcessBackend::onEventLine(StringRef Line) {
+void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
   if (Line.trim().empty())
     return;
   Expected<JobEvent> E = parseJobEvent(Line);
@@ -862,11 +997,11 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
       for (char &C : Shown)
         if (!isPrint(C))
           C = '?';
-      EventChannelProblem =
-          "ignored a line of the DTLTO event channel of '" +
-          distributorShortName(S.Distributor, S.DistributorArgs) + "', '" +
-          Shown + (Line.size() > 80 ? "...'" : "'") + ": " + Why +
-          " (docs/manifest.md, \"The event channel\")";
+      EventChannelProblem = "ignored a line of the DTLTO event channel of '" +
+                            distributorShortName(S.Distributor, FarmArgs) +
+                            "', '" + Shown + (Line.size() > 80 ? "...'" : "'") +
+                            ": " + Why +
+                            " (docs/manifest.md, \"The event channel\")";
     }
     return;
   }
@@ -880,9 +1015,11 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
     break;
   case JobEvent::Failed:
     if (!E->Retry && !State.finished()) {
+      if (!State.FarmGaveUp)
+        GaveUp.push_back(&State);
       State.FarmGaveUp = true;
-      State.FallbackReason = "the DTLTO distributor failed the job for '" +
-                             State.J.ModuleID + "'" +
+      State.FallbackReason = (Plugin ? farmName() : "the DTLTO distributor") +
+                             " failed the job for '" + State.J.ModuleID + "'" +
                              (E->Reason.empty() ? "" : ": " + E->Reason);
     }
     break;
@@ -890,7 +1027,8 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
     if (State.finished())
       break;
     Lock.unlock();
-    takeFarmObject(State, /*AfterExit=*/false);
+    takeFarmObject(State, /*AfterExit=*/false,
+                   Plugin ? std::optional<StringRef>(Payload) : std::nullopt);
     Lock.lock();
     break;
   default:
@@ -902,8 +1040,9 @@ void OutOfProcessBackend::onEventLine(StringRef Line) {
 
 // The distributor's object for a job: checked, then linked (and cached). A
 // bad one leaves the job to a local slot now, or to the fallback.
-void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit) {
-  Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(State);
+void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
+                                         std::optional<StringRef> Payload) {
+  Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(State, Payload);
   if (!Obj) {
     std::string Why = toString(Obj.takeError());
     std::lock_guard<std::mutex> Lock(Mu);
@@ -913,6 +1052,8 @@ void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit) {
     // exited, a failure it reported says more than the missing object.
     if (!AfterExit) {
       State.FallbackReason = Why;
+      if (!State.FarmGaveUp)
+        GaveUp.push_back(&State);
       State.FarmGaveUp = true;
     } else if (State.FallbackReason.empty()) {
       State.FallbackReason = Why;
@@ -939,28 +1080,32 @@ void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit) {
 // enough; a farm that started every job and finishes none is hedged once a
 // local slot has done one). Under Mu.
 JobState *OutOfProcessBackend::pickForLocalSlot(Source &Kind) {
-  JobState *Unstarted = nullptr, *Straggler = nullptr;
-  double Worst = 0;
-  double Rate = 0;
-  if (HedgeFactor > 0 && !SecondsPerByte.empty()) {
-    std::vector<double> R = SecondsPerByte;
-    std::nth_element(R.begin(), R.begin() + R.size() / 2, R.end());
-    Rate = R[R.size() / 2];
+  auto Taken = [](const JobState *State) {
+    return State->finished() || State->LocalCopy;
+  };
+  while (!GaveUp.empty() && Taken(GaveUp.front()))
+    GaveUp.pop_front();
+  if (!GaveUp.empty()) {
+    Kind = Source::Fallback;
+    return GaveUp.front();
   }
-  Clock::time_point Now = Clock::now();
-  for (JobState *State : Handed) {
-    if (State->finished() || State->LocalCopy)
-      continue;
-    if (State->FarmGaveUp) {
-      Kind = Source::Fallback;
+  while (!NotStarted.empty()) {
+    JobState *State = Handed[NotStarted.top().second];
+    if (!Taken(State) && !State->FarmStarted && !State->FarmGaveUp) {
+      Kind = Source::LocalSlot;
       return State;
     }
-    if (!State->FarmStarted) {
-      if (!Unstarted || State->J.InputBytes < Unstarted->J.InputBytes)
-        Unstarted = State;
-      continue;
-    }
-    if (!Rate)
+    NotStarted.pop();
+  }
+  double Rate = hedgeRate();
+  if (!Rate)
+    return nullptr;
+  // Only near the link's end (every job started): each job once.
+  JobState *Straggler = nullptr;
+  double Worst = 0;
+  Clock::time_point Now = Clock::now();
+  for (JobState *State : Handed) {
+    if (Taken(State) || !State->FarmStarted)
       continue;
     double Ran =
         std::chrono::duration<double>(Now - State->FarmStartedAt).count();
@@ -971,12 +1116,34 @@ JobState *OutOfProcessBackend::pickForLocalSlot(Source &Kind) {
       Straggler = State;
     }
   }
-  if (Unstarted) {
-    Kind = Source::LocalSlot;
-    return Unstarted;
-  }
   Kind = Source::Hedge;
   return Straggler;
+}
+
+// The hedging rate, recomputed once the samples have grown by a sixteenth
+// (so all recomputations together cost about as much as sorting them once).
+// Under Mu.
+double OutOfProcessBackend::hedgeRate() {
+  if (HedgeFactor <= 0 || SecondsPerByte.empty())
+    return 0;
+  size_t N = SecondsPerByte.size();
+  if (N != HedgeRateSamples &&
+      (HedgeRateSamples < 64 || N >= HedgeRateSamples + HedgeRateSamples / 16)) {
+    std::vector<double> R = SecondsPerByte;
+    std::nth_element(R.begin(), R.begin() + N / 2, R.end());
+    HedgeRate = R[N / 2];
+    HedgeRateSamples = N;
+  }
+  return HedgeRate;
+}
+
+// A job given to the distributor gets its id, in order. Under Mu.
+void OutOfProcessBackend::recordHandedOver(JobState &State) {
+  State.Handed = true;
+  State.Id = Handed.size();
+  State.HandedAt = Clock::now();
+  Handed.push_back(&State);
+  NotStarted.push({State.J.InputBytes, State.Id});
 }
 
 void OutOfProcessBackend::fillLocalSlots(std::unique_lock<std::mutex> &Lock) {
@@ -1086,12 +1253,8 @@ Error OutOfProcessBackend::runJobs() {
       return E;
     {
       std::lock_guard<std::mutex> Lock(Mu);
-      for (JobState *State : ToFarm) {
-        State->Handed = true;
-        State->Id = Handed.size();
-        State->HandedAt = Clock::now();
-        Handed.push_back(State);
-      }
+      for (JobState *State : ToFarm)
+        recordHandedOver(*State);
     }
     if (!ToFarm.empty())
       if (Error E = startFarm(ManifestJobs, /*Stream=*/false)) {
@@ -1106,7 +1269,8 @@ Error OutOfProcessBackend::runJobs() {
   Error DistributorError = Error::success();
   bool StoppedByUs = false;
   {
-    TimeTraceScope Scope("Execute DTLTO distributor", *DistributorPath);
+    TimeTraceScope Scope("Execute DTLTO distributor",
+                         Plugin ? S.Distributor : *DistributorPath);
     std::optional<Clock::time_point> Deadline, AllInAt;
     const auto CancelGrace = std::chrono::seconds(10);
     std::unique_lock<std::mutex> Lock(Mu);
@@ -1143,12 +1307,10 @@ Error OutOfProcessBackend::runJobs() {
         Lock.unlock();
         Farm->stop();
         Lock.lock();
-        DistributorError =
-            makeError("the DTLTO distributor '" +
-                      distributorName(*DistributorPath, S.DistributorArgs) +
-                      "' did not finish within " + Twine(TimeoutSeconds) +
-                      " s (-mllvm -dtlto-distributor-timeout / "
-                      "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
+        DistributorError = makeError(
+            farmName() + " did not finish within " + Twine(TimeoutSeconds) +
+            " s (-mllvm -dtlto-distributor-timeout / "
+            "DTLTO_DISTRIBUTOR_TIMEOUT) and was stopped");
         StoppedByUs = true;
         break;
       }
@@ -1173,12 +1335,36 @@ Error OutOfProcessBackend::runJobs() {
       }
       if (!StoppedByUs)
         DistributorError = P->exitStatus();
+      // A plugin's crash is its host's: say so in the plugin's name.
+      if (Plugin && !StoppedByUs && DistributorError && !P->exitCode()) {
+        consumeError(std::move(DistributorError));
+        DistributorError =
+            makeError(farmName() + " crashed (its host process " +
+                      (P->exitSignal()
+                           ? "was killed by signal " + Twine(*P->exitSignal()) +
+                                 ", " + strsignal(*P->exitSignal())
+                           : Twine("was lost")) +
+                      "); the linker is unharmed");
+      }
+      // A plugin that cannot be loaded is a setting to fix, not a farm
+      // that failed: the host said why, and the link stops.
+      if (Plugin && !StoppedByUs &&
+          P->exitCode() == std::optional<int>(PluginLoadFailedExitCode)) {
+        consumeError(std::move(DistributorError));
+        P.reset();
+        if (LocalPool)
+          LocalPool->wait();
+        return makeError(farmName() +
+                         " could not be loaded; the message above says why "
+                         "(docs/plugins.md)");
+      }
       P.reset(); // its threads are gone: no more events
       LinkReport::distributorEnded(static_cast<bool>(DistributorError));
     }
   }
   Run.DistributorSeconds = Run.DistributorRan ? secondsSince(FarmStart) : 0;
-  if (Streaming && S.SaveTemps && Run.DistributorRan)
+  // A plugin had no manifest to keep.
+  if (Streaming && S.SaveTemps && Run.DistributorRan && !Plugin)
     keepWholeManifest(Pending);
   if (FarmStartFailure && !DistributorError)
     DistributorError = makeError(*FarmStartFailure);
@@ -1198,9 +1384,10 @@ Error OutOfProcessBackend::runJobs() {
     if (LocalPool)
       LocalPool->wait();
     return makeError(toString(std::move(DistributorError)) +
-                     (S.SaveTemps ? ""
-                                  : "; link with --save-temps to keep "
-                                    "the manifest and the shards"));
+                     (S.SaveTemps || Plugin
+                          ? ""
+                          : "; link with --save-temps to keep "
+                            "the manifest and the shards"));
   }
   // Every object there is gets checked, even after the distributor failed:
   // one that died partway keeps what it finished, and only the rest is
@@ -1222,15 +1409,15 @@ Error OutOfProcessBackend::runJobs() {
   // A streaming distributor that reported nothing and left no object may
   // not speak the protocol at all (it got a manifest without jobs): one
   // warning says so, rather than one per job.
-  bool Unheard = !Failed && Streaming && !EventsSeen && !Handed.empty() &&
-                 none_of(Pending, [](const JobState *S) {
+  bool Unheard = !Failed && Streaming && !Plugin && !EventsSeen &&
+                 !Handed.empty() && none_of(Pending, [](const JobState *S) {
                    return S->From == Source::Farm;
                  });
   std::string UnheardWhy;
   if (Unheard) {
     UnheardWhy =
         "the DTLTO distributor '" +
-        distributorName(*DistributorPath, S.DistributorArgs) + "' was sent " +
+        distributorName(*DistributorPath, FarmArgs) + "' was sent " +
         std::to_string(Handed.size()) +
         " jobs on the job channel and reported none, nor left their "
         "objects: does it speak the streaming protocol (docs/manifest.md)? "
@@ -1334,9 +1521,15 @@ void OutOfProcessBackend::printSummary() {
     OS << "all from the cache, no distributor started";
   } else {
     OS << Cached << " from the cache, ";
-    if (Run.DistributorRan)
+    if (Run.DistributorRan && Plugin)
+      OS << Handed.size() << " given to plugin '"
+         << sys::path::filename(S.Distributor) << "'"
+         << format(" (in memory, %.2f s): ", Run.DistributorSeconds)
+         << Count(Source::Farm) << " objects from it, " << Run.FellBack
+         << " compiled in the linker";
+    else if (Run.DistributorRan)
       OS << Handed.size() << " given to '"
-         << distributorShortName(S.Distributor, S.DistributorArgs) << "'"
+         << distributorShortName(S.Distributor, FarmArgs) << "'"
          << format(Streaming ? " (streaming, %.2f s): " : " (%.2f s): ",
                    Run.DistributorSeconds)
          << Count(Source::Farm) << " objects from it, " << Run.FellBack

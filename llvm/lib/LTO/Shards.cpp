@@ -117,7 +117,9 @@ writeShard(const ModuleSummaryIndex &CombinedIndex,
   raw_svector_ostream BitcodeOS(Bitcode);
   writeIndexToFile(CombinedIndex, BitcodeOS, &ModuleToSummaries,
                    &DeclarationSummaries);
-  if (Error E = writeBytes(Req.ShardPath, Bitcode, "DTLTO index shard"))
+  if (Req.InMemory)
+    *Req.InMemory = Bitcode;
+  else if (Error E = writeBytes(Req.ShardPath, Bitcode, "DTLTO index shard"))
     return std::move(E);
   if (Req.EmitIndexFile)
     if (Error E = writeBytes(Req.EmitName + ".thinlto.bc", Bitcode,

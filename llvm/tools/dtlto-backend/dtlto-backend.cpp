@@ -38,11 +38,12 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cerrno>
 #include <csignal>
 #include <iostream>
 #include <string>
@@ -57,6 +58,7 @@ static const char *const Usage =
     "                     <module> -fthinlto-index=<shard> -o <object>\n"
     "       dtlto-backend --config=<file> --batch\n"
     "       dtlto-backend -c <bundle>|- -o <object>\n"
+    "       dtlto-backend --memory\n"
     "\n"
     "Runs ThinLTO backend jobs exactly as in-process ThinLTO runs them in the\n"
     "linker. The engine writes --config once per link and lists it in the\n"
@@ -66,7 +68,10 @@ static const char *const Usage =
     "{\"ok\":false,\"error\":\"...\"}.\n"
     "Without --config it runs the one job of a bundle\n"
     "(what distcc and icecream send, see docs/bundle.md) and writes its object\n"
-    "to -o; other options, which those daemons add, are ignored.\n";
+    "to -o; other options, which those daemons add, are ignored.\n"
+    "With --memory it is a worker of the local distributor plugin: the link\n"
+    "and its jobs come on stdin and the objects go to stdout, no file is\n"
+    "touched (docs/plugins.md).\n";
 
 static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
@@ -140,39 +145,35 @@ static Expected<BitcodeModule> openModule(Link &L, StringRef Path,
   return F->BM;
 }
 
-static Error runJob(Link &L, const JobArgs &J) {
-  Expected<BitcodeModule> BM = openModule(L, J.Module, "module");
+// Compiles Module into Object. Its shard (ShardName in errors) is the
+// backend's index, as for clang: the module's own summaries, those it
+// imports and those it refers to, as the thin link left them (in-process
+// ThinLTO looks these up in the whole index), and its import list.
+static Error compileModule(Link &L, StringRef ModuleName,
+                           const ModuleSummaryIndex &Shard,
+                           StringRef ShardName, SmallString<0> &Object) {
+  Expected<BitcodeModule> BM = openModule(L, ModuleName, "module");
   if (!BM)
     return BM.takeError();
 
-  Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
-      getModuleSummaryIndexForFile(J.Shard);
-  if (!Shard)
-    return fail("cannot read the index shard '" + J.Shard +
-                "': " + toString(Shard.takeError()));
-
-  // The shard is the backend's index, as for clang: the module's own
-  // summaries, those it imports and those it refers to, as the thin link
-  // left them (in-process ThinLTO looks these up in the whole index).
-  ModuleSummaryIndex &Index = **Shard;
-  if (!Index.modulePaths().count(J.Module))
-    return fail("the index shard '" + J.Shard + "' knows no module '" +
-                J.Module + "': the job does not belong to this link");
+  if (!Shard.modulePaths().count(ModuleName))
+    return fail("the index shard '" + ShardName + "' knows no module '" +
+                ModuleName + "': the job does not belong to this link");
   // A module that defines nothing live (all its code compiled out) has no
   // summaries, but is still a module of the link.
   DenseMap<StringRef, GVSummaryMapTy> DefinedPerModule;
-  Index.collectDefinedGVSummariesPerModule(DefinedPerModule);
-  const GVSummaryMapTy &Defined = DefinedPerModule[J.Module];
+  Shard.collectDefinedGVSummariesPerModule(DefinedPerModule);
+  const GVSummaryMapTy &Defined = DefinedPerModule[ModuleName];
 
   lto::LTOLLVMContext Context(L.Conf);
   Expected<std::unique_ptr<Module>> M = BM->parseModule(Context);
   if (!M)
-    return fail("cannot load '" + J.Module + "': " + toString(M.takeError()));
+    return fail("cannot load '" + ModuleName + "': " + toString(M.takeError()));
 
   // The import list the thin link made for this module, as its shard has it.
   FunctionImporter::ImportIDTable ImportIDs;
   FunctionImporter::ImportMapTy ImportList(ImportIDs);
-  lto::initImportList(**M, **Shard, ImportList);
+  lto::initImportList(**M, Shard, ImportList);
 
   // Imported modules, loaded lazily from their files by the importer.
   MapVector<StringRef, BitcodeModule> ModuleMap;
@@ -184,15 +185,27 @@ static Error runJob(Link &L, const JobArgs &J) {
     ModuleMap.insert({Source, *SourceBM});
   }
 
-  SmallString<0> Object;
   auto AddStream = [&](unsigned, const Twine &)
       -> Expected<std::unique_ptr<CachedFileStream>> {
     return std::make_unique<CachedFileStream>(
         std::make_unique<raw_svector_ostream>(Object));
   };
-  if (Error E = lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, Index,
-                                 ImportList, Defined, &ModuleMap,
-                                 L.Conf.CodeGenOnly))
+  return lto::thinBackend(L.Conf, /*Task=*/0, AddStream, **M, Shard,
+                          ImportList, Defined, &ModuleMap, L.Conf.CodeGenOnly);
+}
+
+static Error runJob(Link &L, const JobArgs &J) {
+  // The module first: a job without it is reported as such, whatever else
+  // is wrong with it.
+  if (Expected<BitcodeModule> BM = openModule(L, J.Module, "module"); !BM)
+    return BM.takeError();
+  Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
+      getModuleSummaryIndexForFile(J.Shard);
+  if (!Shard)
+    return fail("cannot read the index shard '" + J.Shard +
+                "': " + toString(Shard.takeError()));
+  SmallString<0> Object;
+  if (Error E = compileModule(L, J.Module, **Shard, J.Shard, Object))
     return E;
   // Atomically: a distributor that collects outputs never sees half an object.
   return dtlto::writeFile(J.Object, "object",
@@ -233,6 +246,180 @@ static int runBatch(Link &L) {
   return 0;
 }
 
+// Sets up what every job of the link shares: the configuration (Text, named
+// ConfigName in errors), the -mllvm options in it and the targets.
+static Error loadConfig(Link &L, StringRef ConfigName, StringRef Text) {
+  Expected<dtlto::BackendConfigHeader> H =
+      dtlto::parseBackendConfig(ConfigName, Text, L.Conf);
+  if (!H)
+    return H.takeError();
+  // The link's -mllvm options, as the linker parsed them.
+  std::vector<const char *> ClArgs{"dtlto-backend (-mllvm)"};
+  for (const std::string &A : H->MllvmArgs)
+    ClArgs.push_back(A.c_str());
+  if (!cl::ParseCommandLineOptions(ClArgs.size(), ClArgs.data(), "", &errs()))
+    return fail("the link's -mllvm options are not this dtlto-backend's");
+  L.Conf.DiagHandler = [](const DiagnosticInfo &DI) {
+    DiagnosticPrinterRawOStream DP(errs());
+    errs() << "dtlto-backend: ";
+    if (DI.getSeverity() == DS_Error)
+      errs() << "error: ";
+    else if (DI.getSeverity() == DS_Warning)
+      errs() << "warning: ";
+    DI.print(DP);
+    errs() << "\n";
+  };
+
+  InitializeAllTargets();
+  InitializeAllTargetMCs();
+  InitializeAllAsmPrinters();
+  InitializeAllAsmParsers();
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Memory mode: the worker of the local plugin (docs/plugins.md)
+//===----------------------------------------------------------------------===//
+//
+// `dtlto-backend --memory` reads everything from stdin and writes objects to
+// stdout; it touches no file. Each message is one JSON line followed by the
+// bytes it announces:
+//   in:  {"config": C}                         then the configuration, once
+//        {"inputs": [{"name": N, "size": S}...]} then each input's bytes:
+//                                               the module, its shard, the
+//                                               modules it imports from
+//   out: {"ok": true, "bytes": B}              then the object
+//        {"ok": false, "error": "..."}
+
+namespace {
+/// Standard input, read in lines and runs of bytes.
+class Input {
+  std::string Buf;
+  size_t Pos = 0;
+  bool fill() {
+    if (Pos == Buf.size()) {
+      Buf.clear();
+      Pos = 0;
+    }
+    char Chunk[1 << 16];
+    ssize_t N;
+    do
+      N = ::read(0, Chunk, sizeof(Chunk));
+    while (N < 0 && errno == EINTR);
+    if (N <= 0)
+      return false;
+    Buf.append(Chunk, N);
+    return true;
+  }
+
+public:
+  bool line(std::string &Out) {
+    for (;;) {
+      size_t NL = Buf.find('\n', Pos);
+      if (NL != std::string::npos) {
+        Out = Buf.substr(Pos, NL - Pos);
+        Pos = NL + 1;
+        return true;
+      }
+      if (!fill())
+        return false;
+    }
+  }
+  bool bytes(size_t N, std::string &Out) {
+    while (Buf.size() - Pos < N)
+      if (!fill())
+        return false;
+    Out = Buf.substr(Pos, N);
+    Pos += N;
+    return true;
+  }
+};
+} // namespace
+
+static int die(Error E);
+
+static void reply(const json::Object &O, StringRef Payload = "") {
+  outs() << json::Value(json::Object(O)) << "\n" << Payload;
+  outs().flush();
+}
+
+static int runMemoryWorker() {
+  Input In;
+  std::string Line, Config;
+  if (!In.line(Line))
+    return 0;
+  Expected<json::Value> Head = json::parse(Line);
+  const json::Object *H = Head ? Head->getAsObject() : nullptr;
+  if (!Head)
+    consumeError(Head.takeError());
+  if (!H || !H->getInteger("config") ||
+      !In.bytes(*H->getInteger("config"), Config))
+    return die(fail("--memory: the first message must be "
+                    "{\"config\": C} and its bytes"));
+  Link L;
+  if (Error E = loadConfig(L, "<memory>", Config))
+    return die(std::move(E));
+
+  while (In.line(Line)) {
+    Expected<json::Value> V = json::parse(Line);
+    const json::Object *O = V ? V->getAsObject() : nullptr;
+    if (!V)
+      consumeError(V.takeError());
+    const json::Array *Inputs = O ? O->getArray("inputs") : nullptr;
+    if (!Inputs || Inputs->size() < 2)
+      return die(fail("--memory: a job must be {\"inputs\": [...]} with "
+                      "its module and shard"));
+    std::vector<std::pair<std::string, std::string>> Files;
+    for (const json::Value &F : *Inputs) {
+      const json::Object *FO = F.getAsObject();
+      std::optional<StringRef> Name = FO ? FO->getString("name") : std::nullopt;
+      int64_t Size = FO ? FO->getInteger("size").value_or(-1) : -1;
+      std::string Data;
+      if (!Name || Size < 0 || !In.bytes(Size, Data))
+        return die(fail("--memory: an input without its name, size or "
+                        "bytes"));
+      Files.emplace_back(Name->str(), std::move(Data));
+    }
+    // The modules, by the names the shards know them by. One sent
+    // before is the same file: the link's inputs do not change.
+    Error E = Error::success();
+    for (size_t I = 0; I < Files.size() && !E; ++I) {
+      if (I == 1)
+        continue; // the shard
+      std::unique_ptr<ModuleFile> &MF = L.Files[Files[I].first];
+      if (MF)
+        continue;
+      auto Buf =
+          MemoryBuffer::getMemBufferCopy(Files[I].second, Files[I].first);
+      Expected<BitcodeModule> BM = lto::findThinLTOModule(*Buf);
+      if (!BM) {
+        E = fail("'" + Files[I].first +
+                 "' holds no ThinLTO module: " + toString(BM.takeError()));
+        L.Files.erase(Files[I].first);
+        break;
+      }
+      MF.reset(new ModuleFile{std::move(Buf), *BM});
+    }
+    SmallString<0> Object;
+    if (!E) {
+      Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
+          getModuleSummaryIndex(
+              MemoryBufferRef(Files[1].second, Files[1].first));
+      if (!Shard)
+        E = fail("cannot read the index shard '" + Files[1].first +
+                 "': " + toString(Shard.takeError()));
+      else
+        E = compileModule(L, Files[0].first, **Shard, Files[1].first, Object);
+    }
+    if (E)
+      reply(json::Object{{"ok", false}, {"error", toString(std::move(E))}});
+    else
+      reply(json::Object{{"ok", true}, {"bytes", int64_t(Object.size())}},
+            Object);
+  }
+  outs().flush();
+  sys::Process::Exit(0, /*NoCleanup=*/true);
+}
 
 namespace {
 /// dtlto-backend's own command line.
@@ -255,31 +442,13 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
     return die(fail("--config= is required\n" + Twine(Usage)));
 
   Link L;
-  Expected<dtlto::BackendConfigHeader> H =
-      dtlto::readBackendConfig(Inv.ConfigPath, L.Conf);
-  if (!H)
-    return die(H.takeError());
-  // The link's -mllvm options, as the linker parsed them.
-  std::vector<const char *> ClArgs{"dtlto-backend (-mllvm)"};
-  for (const std::string &A : H->MllvmArgs)
-    ClArgs.push_back(A.c_str());
-  if (!cl::ParseCommandLineOptions(ClArgs.size(), ClArgs.data(), "", &errs()))
-    return 1;
-  L.Conf.DiagHandler = [](const DiagnosticInfo &DI) {
-    DiagnosticPrinterRawOStream DP(errs());
-    errs() << "dtlto-backend: ";
-    if (DI.getSeverity() == DS_Error)
-      errs() << "error: ";
-    else if (DI.getSeverity() == DS_Warning)
-      errs() << "warning: ";
-    DI.print(DP);
-    errs() << "\n";
-  };
-
-  InitializeAllTargets();
-  InitializeAllTargetMCs();
-  InitializeAllAsmPrinters();
-  InitializeAllAsmParsers();
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Config =
+      MemoryBuffer::getFile(Inv.ConfigPath);
+  if (!Config)
+    return die(fail("the dtlto-backend configuration '" + Inv.ConfigPath +
+                    "' cannot be read: " + Config.getError().message()));
+  if (Error E = loadConfig(L, Inv.ConfigPath, (*Config)->getBuffer()))
+    return die(std::move(E));
 
   if (Inv.Batch) {
     int RC = runBatch(L);
@@ -525,6 +694,8 @@ int main(int argc, const char **argv) {
                 ")\n";
       return 0;
     }
+    if (A == "--memory")
+      return runMemoryWorker();
     Args.push_back(A.str());
   }
   Invocation Inv = parseInvocation(Args);

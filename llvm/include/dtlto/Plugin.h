@@ -1,0 +1,44 @@
+//===- Plugin.h - Distributor plugins, as the engine sees them ------------===//
+//
+// --thinlto-distributor= may name a distributor plugin (docs/plugins.md): a
+// shared object that exports dtlto_plugin_entry, or builtin:<name>. The
+// engine never loads one itself: it runs the plugin host, the distributor
+// that loads the plugin, and speaks the streaming protocol to it with the
+// jobs' inputs and objects in memory. This file decides whether the setting
+// is a plugin, checks it before any work is done, and finds the host.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTLTO_PLUGIN_ENGINE_H
+#define DTLTO_PLUGIN_ENGINE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include <optional>
+#include <string>
+
+namespace dtlto {
+
+struct PluginChoice {
+  /// The plugin as the host takes it: an absolute path, or builtin:<name>.
+  std::string Plugin;
+  /// The plugin host program that runs it.
+  std::string Host;
+};
+
+/// std::nullopt when Distributor names a program. A plugin that cannot be
+/// used (no such built-in, not a shared object, no entry point, no host) is
+/// an error naming the file and what to do.
+llvm::Expected<std::optional<PluginChoice>>
+findPlugin(llvm::StringRef Distributor);
+
+/// The plugins built into the plugin host, by the names builtin: takes.
+llvm::StringRef builtinPluginNames();
+
+/// The exit code with which the host says the plugin could not be loaded
+/// or opened (its message on stderr says why).
+constexpr int PluginLoadFailedExitCode = 3;
+
+} // namespace dtlto
+
+#endif

@@ -1,0 +1,86 @@
+/* A distributor plugin that misbehaves on purpose, as its first argument
+ * (--thinlto-distributor-arg=) says:
+ *   crash   dies of SIGSEGV on the first job
+ *   hang    never returns from the first submit
+ *   fail    fails every job, without retry
+ *   bad     returns an object that is no object
+ *   refuse  refuses the link in open
+ *   exit    exits the process (status 0) on the first job
+ *   hold    accepts every job and runs none; answers each cancel with
+ *           cancelled, and says so on stderr
+ * Built with -DABI_VERSION=N it claims another ABI version; with -DNO_ENTRY
+ * it exports no entry point. */
+
+#include "dtlto/dtlto-plugin.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef ABI_VERSION
+#define ABI_VERSION DTLTO_PLUGIN_ABI_VERSION
+#endif
+
+static const dtlto_engine *engine;
+static const char *mode = "";
+
+static void *fault_open(const dtlto_link *link, const dtlto_engine *e,
+                        const char *const *args, size_t num_args, char *error,
+                        size_t error_size) {
+  (void)link;
+  engine = e;
+  mode = num_args ? args[0] : "";
+  if (!strcmp(mode, "refuse")) {
+    snprintf(error, error_size, "this plugin refuses every link");
+    return NULL;
+  }
+  return (void *)&engine;
+}
+
+static int fault_submit(void *s, const dtlto_job *job) {
+  (void)s;
+  if (!strcmp(mode, "crash"))
+    raise(SIGSEGV);
+  if (!strcmp(mode, "hang"))
+    for (;;)
+      pause();
+  if (!strcmp(mode, "exit"))
+    _exit(0);
+  if (!strcmp(mode, "hold")) {
+    engine->accepted(engine->ctx, job->id);
+    return 0;
+  }
+  if (!strcmp(mode, "bad")) {
+    static const char junk[] = "\x7f" "ELF but not really an object";
+    dtlto_buffer b = {junk, sizeof(junk)};
+    engine->done(engine->ctx, job->id, b);
+    return 0;
+  }
+  engine->failed(engine->ctx, job->id, "the fault plugin fails every job", 0);
+  return 0;
+}
+
+static void fault_cancel(void *s, uint64_t id) {
+  (void)s;
+  char msg[64];
+  snprintf(msg, sizeof(msg), "cancelled job %llu", (unsigned long long)id);
+  engine->log(engine->ctx, msg);
+  engine->cancelled(engine->ctx, id);
+}
+static void fault_end(void *s) { (void)s; }
+static void fault_close(void *s) { (void)s; }
+
+static const dtlto_plugin plugin = {ABI_VERSION, 0, "fault", fault_open,
+                                    fault_submit, fault_cancel, fault_end,
+                                    fault_close};
+
+#ifndef NO_ENTRY
+const dtlto_plugin *dtlto_plugin_entry(uint32_t host_abi_version) {
+  (void)host_abi_version;
+  return &plugin;
+}
+#else
+const dtlto_plugin *not_the_entry(void) { return &plugin; }
+#endif
