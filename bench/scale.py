@@ -140,7 +140,8 @@ def cmd_run(args):
                     "--probe-runs", str(args.probe_runs), "--jobs", str(args.jobs),
                     "--cache", args.cache, "--out", out, "--clang", args.clang,
                     "--stock-ld-lld", args.stock_ld_lld,
-                    "--gen-seed", str(args.gen_seed), "--gen-scale", str(args.gen_scale)]
+                    "--gen-seed", str(args.gen_seed), "--gen-scale", str(args.gen_scale),
+                    "--gen-module-scale", str(args.gen_module_scale)]
             if args.ld_lld:
                 argv += ["--ld-lld", args.ld_lld]
             if args.dtlto_backend:

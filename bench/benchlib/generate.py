@@ -7,8 +7,13 @@ on lua, zstd, redis, CPython and ninja (shape.json, written by
 variables, the calls into other modules and the references to their
 variables, how many modules call into it; per function, its size in IR
 instructions and its calls within its module. Function sizes are the
-measured ones times a scale (--gen-scale, 0.25 by default, so that a
-30,000-module link fits on a 2-core machine; 1 gives the real sizes).
+measured ones times a scale (--gen-scale, 0.25 by default; 1 gives the
+real sizes). The numbers of functions, variables, calls into other modules
+and references to their variables per module are the measured ones times
+--gen-module-scale (1 by default): at 1, a 1,000-module program takes about
+200 s of CPU to link in-process, so the 10,000 and 30,000-module links this
+machine can make in an afternoon need smaller modules (0.1), whose per-job
+costs are what a large link is about.
 
 Every module is C: functions of `unsigned f(unsigned x, int d)` that mix x
 with straight-line arithmetic (multiply-add, xor-shift, selects, reads of
@@ -48,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPE = os.path.join(HERE, "shape.json")
 M32 = 0xFFFFFFFF
 DEFAULT_SCALE = 0.25
+DEFAULT_MODULE_SCALE = 1.0
 DEFAULT_SEED = 1
 STAMP = "dtlto-bench-build.json"
 NAME = re.compile(r"^gen(\d+)$")
@@ -62,10 +68,16 @@ def add_generator_options(parser):
     parser.add_argument("--gen-scale", type=float, default=DEFAULT_SCALE, metavar="S",
                         help="function sizes of the generated programs, times the "
                              "measured ones (default: %(default)s)")
+    parser.add_argument("--gen-module-scale", type=float, default=DEFAULT_MODULE_SCALE,
+                        metavar="F",
+                        help="functions, variables, calls into other modules and "
+                             "references to their variables per module, times the "
+                             "measured ones (default: %(default)s)")
 
 
 def generator_options(args):
-    return {"seed": args.gen_seed, "scale": args.gen_scale}
+    return {"seed": args.gen_seed, "scale": args.gen_scale,
+            "module_scale": args.gen_module_scale}
 
 
 def load_shape(path=SHAPE):
@@ -94,19 +106,23 @@ class Distribution:
         p0, p1, v0, v1 = self.p[i - 1], self.p[i], self.v[i - 1], self.v[i]
         return v0 + (v1 - v0) * (u - p0) / (p1 - p0) if p1 > p0 else v1
 
-    def draw_int(self, rng, low=0):
-        return max(low, int(round(self.draw(rng))))
+    def draw_int(self, rng, low=0, times=1.0):
+        return max(low, int(round(self.draw(rng) * times)))
 
 
 class Spec:
     """What decides a generated program."""
 
-    def __init__(self, modules, seed=DEFAULT_SEED, scale=DEFAULT_SCALE, shape=None):
+    def __init__(self, modules, seed=DEFAULT_SEED, scale=DEFAULT_SCALE,
+                 module_scale=DEFAULT_MODULE_SCALE, shape=None):
         if modules < 1:
             raise BenchError("a generated program needs at least 1 module")
         self.modules = modules
         self.seed = seed
         self.scale = scale
+        if module_scale <= 0:
+            raise BenchError("--gen-module-scale must be above 0")
+        self.module_scale = module_scale
         self.shape = shape or load_shape()
         pooled = self.shape["pooled"]
         pct = self.shape["percentiles"]
@@ -120,7 +136,8 @@ class Spec:
         with open(os.path.abspath(__file__), "rb") as f:
             h.update(f.read())
         h.update(json.dumps(self.shape, sort_keys=True).encode())
-        h.update(f"{self.modules}:{self.seed}:{self.scale}:{clang_version}".encode())
+        h.update(f"{self.modules}:{self.seed}:{self.scale}:{self.module_scale}:"
+                 f"{clang_version}".encode())
         return h.hexdigest()[:12]
 
     def group_of(self, m):
@@ -174,9 +191,9 @@ class Program:
         weights = []
         for m in range(n):
             rng = random.Random(f"{spec.seed}:module:{m}")
-            nf = d["functions"].draw_int(rng, low=1)
+            nf = d["functions"].draw_int(rng, low=1, times=spec.module_scale)
             self.functions.append(nf)
-            self.variables.append(d["variables"].draw_int(rng))
+            self.variables.append(d["variables"].draw_int(rng, times=spec.module_scale))
             fw = [d["function_callers"].draw(rng) for _ in range(nf)]
             self.callee.append(_Weighted(fw))
             weights.append(sum(fw))
@@ -218,7 +235,7 @@ class Program:
                 other = rng.randrange(nf)
                 if other != k:
                     calls[k].append((m, other, rng.getrandbits(32)))
-        external = d["external_calls"].draw_int(rng)
+        external = d["external_calls"].draw_int(rng, times=self.spec.module_scale)
         if self.spec.modules > 1 and external:
             per_module = max(1.0, self.spec.shape["calls_per_callee_module"])
             targets = [self.callee_module(rng, m)
@@ -229,7 +246,7 @@ class Program:
                     (t, self.callee[t].draw(rng), rng.getrandbits(32)))
         refs = [[] for _ in range(nf)]
         if self.with_variables:
-            for _ in range(d["external_refs"].draw_int(rng)):
+            for _ in range(d["external_refs"].draw_int(rng, times=self.spec.module_scale)):
                 t = self.callee_module(rng, m)
                 if not self.variables[t]:
                     t = self.with_variables[rng.randrange(len(self.with_variables))]
@@ -561,7 +578,8 @@ def prepare(spec, cache, tools):
     logfile = os.path.join(logdir, f"{name}-build.log")
     start = time.monotonic()
     prog = Program(spec)
-    log(f"generating {name} (seed {spec.seed}, scale {spec.scale}) in {tree}")
+    log(f"generating {name} (seed {spec.seed}, scale {spec.scale}, "
+        f"module scale {spec.module_scale}) in {tree}")
     write_sources(prog, tree)
     generated = time.monotonic() - start
     jobs = len(os.sched_getaffinity(0))
@@ -571,7 +589,7 @@ def prepare(spec, cache, tools):
     inputs = make_archives(spec, tree, tools["llvm-ar"])
     args = link_command(tools["clang"], tree, inputs, "prog") + import_limit(spec)
     link = {"cwd": tree, "args": args, "key": key, "modules": spec.modules,
-            "seed": spec.seed, "scale": spec.scale,
+            "seed": spec.seed, "scale": spec.scale, "module_scale": spec.module_scale,
             "generate_seconds": round(generated, 1),
             "build_seconds": round(time.monotonic() - start, 1),
             "compiled": compiled}
@@ -583,6 +601,7 @@ def prepare(spec, cache, tools):
 
 def _info(name, spec, tree, link):
     return {"program": name, "package": "generated",
-            "version": f"{spec.modules} modules, seed {spec.seed}, scale {spec.scale}",
+            "version": f"{spec.modules} modules, seed {spec.seed}, scale {spec.scale}, "
+                       f"module scale {spec.module_scale}",
             "tree": tree, "cwd": link["cwd"], "args": link["args"], "output": "prog",
             "build_seconds": link.get("build_seconds")}
