@@ -19,6 +19,10 @@ up to the link and mean the same for stock LLVM 22 and for us:
 "engine" is the DTLTO engine's own time: shards + after + input preparation
 (serialize inputs / add input scopes, which fall inside "thin link").
 
+Our links are traced one-shot (DTLTO_STREAM=0, bench.py): streaming, the
+farm runs while shards are still written, and the main thread enters the
+distributor scope only once every job is handed over.
+
 Our engine starts writing shards on worker threads while LTO is still
 issuing jobs, and scopes only the wait for them, so part of our shard work
 is counted in "thin link"; stock LLVM scopes each shard on its worker.
