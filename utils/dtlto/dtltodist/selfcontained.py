@@ -80,14 +80,16 @@ def refusal(m: "Manifest") -> str:
         return ("every job also reads " + ", ".join(m.common_inputs) +
                 " (a sample profile or a remapping file), which a self-contained "
                 "module cannot carry")
-    for job in m.jobs:
+    # By module, not by job id: a streamed job's id is the order its shard
+    # was ready in, which depends on the linker's threads.
+    for job in sorted(m.jobs, key=lambda j: j.module):
         try:
             found = summary.features(job.shard)
         except (OSError, summary.BitcodeError) as e:
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            return f"job {job.index}'s index shard {job.shard} cannot be read ({why})"
+            return f"the index shard {job.shard} of {job.module}'s job cannot be read ({why})"
         if found:
-            return (f"the link uses {' and '.join(found)} (job {job.index}'s index shard "
+            return (f"the link uses {' and '.join(found)} ({job.module}'s index shard "
                     "has it), which only the ThinLTO backend reading the shard carries out")
     return ""
 
