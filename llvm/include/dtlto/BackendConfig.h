@@ -38,12 +38,10 @@ struct BackendConfigHeader {
   std::vector<std::string> MllvmArgs;
 };
 
-/// Reads a configuration file into Conf. Fails, naming the file, when the
-/// file is not one of ours, is damaged, or was written by another LLVM
-/// version (whose configuration this LLVM cannot be trusted to honour).
-llvm::Expected<BackendConfigHeader> readBackendConfig(llvm::StringRef Path,
-                                                      llvm::lto::Config &Conf);
-/// The same from a configuration in memory; Name names it in errors.
+/// Reads a configuration (Text, named Name in errors: its file, or the
+/// plugin host's copy in memory) into Conf. Fails, naming it, when it is not
+/// one of ours, is damaged, or was written by another LLVM version (whose
+/// configuration this LLVM cannot be trusted to honour).
 llvm::Expected<BackendConfigHeader> parseBackendConfig(llvm::StringRef Name,
                                                        llvm::StringRef Text,
                                                        llvm::lto::Config &Conf);

@@ -262,17 +262,6 @@ struct FieldReader {
 };
 } // namespace
 
-Expected<BackendConfigHeader> readBackendConfig(StringRef Path,
-                                                lto::Config &C) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
-  if (!Buf)
-    return createStringError(
-        inconvertibleErrorCode(),
-        "the dtlto-backend configuration '" + Path +
-            "' cannot be read: " + Buf.getError().message());
-  return parseBackendConfig(Path, (*Buf)->getBuffer(), C);
-}
-
 Expected<BackendConfigHeader> parseBackendConfig(StringRef Name, StringRef Text,
                                                  lto::Config &C) {
   auto Fail = [&](const Twine &Why) {
