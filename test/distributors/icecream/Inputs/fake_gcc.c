@@ -4,6 +4,8 @@
  * so it is a static C program. Built with one of:
  *   -DMODE_GARBAGE  read the input, write a non-object to -o, exit 0
  *   -DMODE_EMPTY    read the input, write an empty -o, exit 0
+ * Both append a line to /dtlto-calls.log (the doctor creates it) before
+ * they exit, so the test counts the compiles that ran on the host.
  *   -DMODE_STALL    keep the input, leave the marker dtlto-stall.<pid> next
  *                   to -o and wait until dtlto-go appears there (the
  *                   harness writes it), then run /usr/bin/gcc.real, the
@@ -66,7 +68,16 @@ int main(int argc, char **argv) {
   if (write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
     return 1;
 #endif
-  return close(fd) ? 1 : 0;
+  if (close(fd))
+    return 1;
+  /* One write with O_APPEND: calls from parallel jobs never mix. */
+  int log = open("/dtlto-calls.log", O_WRONLY | O_APPEND);
+  const char line[] = "call\n";
+  if (log < 0 || write(log, line, sizeof line - 1) != (ssize_t)(sizeof line - 1)) {
+    perror("fake gcc: /dtlto-calls.log");
+    return 1;
+  }
+  return close(log) ? 1 : 0;
 #elif defined(MODE_STALL)
   char dir[4096], go[4096];
   ssize_t n;

@@ -31,7 +31,11 @@
       is STATE a broken host: every environment installed there (by a job
       that ran on it) gets PROGRAM (Inputs/fake_gcc.c built) as its
       /usr/bin/gcc, the compiler iceccd runs for our jobs; --keep-real
-      keeps the real one as /usr/bin/gcc.real. Prints how many.
+      keeps the real one as /usr/bin/gcc.real. Each environment also gets
+      an empty, world-writable /dtlto-calls.log, where the fake compiler
+      appends a line per call: the count of compiles that really ran on
+      HOST, which iceccd's own log does not always give (see faults.test).
+      Prints how many environments.
 
   icecc_farm.py missing        what this machine lacks (nothing if ready)
   icecc_farm.py check-clean R  succeeds when nothing recorded in R is left
@@ -118,6 +122,10 @@ def doctor(argv: list[str]) -> int:
         shutil.copyfile(program, gcc + ".new")
         os.chmod(gcc + ".new", 0o755)
         os.replace(gcc + ".new", gcc)
+        calls = os.path.join(env, "dtlto-calls.log")
+        with open(calls, "w"):
+            pass
+        os.chmod(calls, 0o666)  # iceccd runs the compiler as its own user
     print(f"doctor: {host}: {len(envs)} environment{'s' if len(envs) > 1 else ''}")
     return 0
 
