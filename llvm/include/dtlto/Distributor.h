@@ -1,7 +1,9 @@
 //===- Distributor.h - Running the distributor process --------------------===//
 //
 // The one place where the engine starts a process: the user's distributor,
-// run as `<distributor> <distributor args...> <manifest>`.
+// run as `<distributor> <distributor args...> <manifest>`; or runs a
+// distributor in the linker (a plugin's host, -dtlto-plugin-in-process) on
+// the same channels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +72,16 @@ public:
   start(llvm::StringRef Program, llvm::ArrayRef<std::string> Args,
         llvm::StringRef ManifestPath, bool Streaming, bool Payloads,
         EventFn OnEvent, ExitFn OnExit);
+  /// The distributor on a thread of the linker instead
+  /// (-dtlto-plugin-in-process): Run gets the other ends of the job and
+  /// event channels, streaming with payloads, and returns its exit code;
+  /// everything else is as for a process. stop() closes the job channel and
+  /// waits 3 s; a Run that has not returned by then is left behind (its
+  /// exit status is then unknown).
+  using InProcessFn = std::function<int(int JobsFd, int EventsFd)>;
+  static llvm::Expected<std::unique_ptr<DistributorProcess>>
+  startInProcess(llvm::StringRef Name, InProcessFn Run, EventFn OnEvent,
+                 ExitFn OnExit);
   ~DistributorProcess();
 
   /// Streaming: one line on the job channel (the newline is added). The

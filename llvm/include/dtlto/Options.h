@@ -33,6 +33,12 @@ llvm::Expected<bool> upstreamCompat();
 /// DTLTO_LOCAL_FALLBACK=0|1; on by default, off in upstream-compatible mode).
 llvm::Expected<bool> localFallback();
 
+/// Load a distributor plugin into the linker rather than into
+/// dtlto-plugin-host (-mllvm -dtlto-plugin-in-process=<bool>, or
+/// DTLTO_PLUGIN_IN_PROCESS=0|1; off by default). docs/plugins.md says what
+/// each gives up.
+llvm::Expected<bool> pluginInProcess();
+
 /// Seconds the distributor may run before it is stopped; 0 means no limit
 /// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).
 llvm::Expected<unsigned> distributorTimeout();

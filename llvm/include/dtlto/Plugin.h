@@ -2,10 +2,11 @@
 //
 // --thinlto-distributor= may name a distributor plugin (docs/plugins.md): a
 // shared object that exports dtlto_plugin_entry, or builtin:<name>. The
-// engine never loads one itself: it runs the plugin host, the distributor
-// that loads the plugin, and speaks the streaming protocol to it with the
-// jobs' inputs and objects in memory. This file decides whether the setting
-// is a plugin, checks it before any work is done, and finds the host.
+// plugin host (PluginHost.h) loads it and speaks the streaming protocol to
+// the engine, the jobs' inputs and objects in memory: by default in
+// dtlto-plugin-host, a process of its own; with -dtlto-plugin-in-process on
+// a thread of the linker. This file decides whether the setting is a
+// plugin, checks it before any work is done, and finds what runs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +23,13 @@ namespace dtlto {
 struct PluginChoice {
   /// The plugin as the host takes it: an absolute path, or builtin:<name>.
   std::string Plugin;
-  /// The plugin host program that runs it.
+  /// The plugin host program that runs it (unless InProcess).
   std::string Host;
+  /// Runs it on a thread of the linker (-dtlto-plugin-in-process).
+  bool InProcess = false;
+  /// InProcess: dtlto-backend next to the linker, for the plugins that run
+  /// it ("" when there is none; the host finds its own).
+  std::string Backend;
 };
 
 /// std::nullopt when Distributor names a program. A plugin that cannot be

@@ -11,10 +11,10 @@
  * (with the object in memory) / failed (with a reason) / cancelled; the
  * engine may cancel a job, and says when no more jobs come.
  *
- * Isolation. A plugin never runs in the linker's process: the linker starts
- * a plugin host (dtlto-plugin-host, a program shipped with it) that loads
- * the plugin and speaks the event protocol to the engine over a socket and
- * a pipe. So:
+ * Isolation. By default a plugin does not run in the linker's process: the
+ * linker starts a plugin host (dtlto-plugin-host, a program shipped with
+ * it) that loads the plugin and speaks the event protocol to the engine
+ * over a socket and a pipe. So:
  *   - a plugin that crashes or exits is a distributor that failed: the link
  *     warns, and (local fallback on, the default) the linker compiles the
  *     jobs the plugin did not finish itself;
@@ -27,6 +27,12 @@
  *     starts is stopped with it.
  * A plugin cannot write into the linker's memory, but it runs as the user in
  * the link's directory: it can write files there.
+ *
+ * With -mllvm -dtlto-plugin-in-process (DTLTO_PLUGIN_IN_PROCESS=1) the same
+ * host runs on a thread of the linker instead, and no process is started:
+ * objects are still checked, a hang is still cut at the deadline (the
+ * plugin's thread is left behind), but a crash or an exit ends the linker
+ * and the link fails (docs/plugins.md). The ABI is the same either way.
  *
  * Threads. The host calls every function of `dtlto_plugin` from one thread,
  * never two at once, in this order: open, then submit and cancel in any

@@ -285,6 +285,17 @@ struct DistributorProcess::Impl {
 
   std::thread Reader, Writer, Waiter;
 
+  /// In the linker (startInProcess): the thread that runs the distributor
+  /// is detached and shares this with us, so that one stuck in a plugin's
+  /// call can be left behind.
+  struct Runner {
+    std::mutex Mu;
+    std::condition_variable Changed;
+    bool Finished = false, Abandoned = false;
+    int Code = 0;
+  };
+  std::shared_ptr<Runner> InProcess;
+
   void readEvents();
   void readEventLines();
   void writeJobs();
@@ -380,6 +391,33 @@ void DistributorProcess::Impl::writeJobs() {
 }
 
 void DistributorProcess::Impl::waitForExit() {
+  if (InProcess) {
+    int Code;
+    bool Finished;
+    {
+      std::unique_lock<std::mutex> Lock(InProcess->Mu);
+      InProcess->Changed.wait(
+          Lock, [&] { return InProcess->Finished || InProcess->Abandoned; });
+      Finished = InProcess->Finished;
+      Code = InProcess->Code;
+    }
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      Exited = true;
+      StatusKnown = Finished;
+      Status = (Code & 0xff) << 8; // as waitpid tells an exit code
+    }
+    Changed.notify_all();
+    // The runner closed its end of the events when it finished: the
+    // reader has the last object soon. Left behind, it may never close.
+    if (Finished) {
+      std::unique_lock<std::mutex> Lock(Mu);
+      Changed.wait_for(Lock, std::chrono::seconds(10),
+                       [&] { return ReaderDone; });
+    }
+    OnExit();
+    return;
+  }
   int St = 0;
   pid_t R;
   do
@@ -543,6 +581,88 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
       new DistributorProcess(std::move(I)));
 }
 
+// While a distributor runs in the linker, a crash is most likely its: LLVM's
+// crash handler prints its stack trace, then this line says whose it is.
+// Async-signal-safe: the note is written once, before any run.
+static char InProcessNote[1024];
+static std::atomic<int> InProcessRuns{0};
+
+static void noteInProcessCrash(void *) {
+  if (InProcessRuns.load() > 0)
+    (void)!write(2, InProcessNote, strlen(InProcessNote));
+}
+
+static void registerCrashNote(StringRef Name) {
+  static std::once_flag Once;
+  std::call_once(Once, [&] {
+    snprintf(InProcessNote, sizeof(InProcessNote),
+             "dtlto: the linker crashed while %.*s ran inside it "
+             "(-dtlto-plugin-in-process); without that setting it runs in "
+             "dtlto-plugin-host, and a crash there costs time, not the link\n",
+             int(std::min<size_t>(Name.size(), 800)), Name.data());
+    sys::AddSignalHandler(noteInProcessCrash, nullptr);
+  });
+}
+
+Expected<std::unique_ptr<DistributorProcess>>
+DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
+                                   EventFn OnEvent, ExitFn OnExit) {
+  auto I = std::make_unique<Impl>();
+  I->Payloads = true;
+  I->Program = I->Name = Name.str();
+  I->OnEvent = std::move(OnEvent);
+  I->OnExit = std::move(OnExit);
+  I->InProcess = std::make_shared<Impl::Runner>();
+  int EventPipe[2], Pair[2];
+  if (pipe2(EventPipe, O_CLOEXEC))
+    return createStringError(std::error_code(errno, std::generic_category()),
+                             "cannot start " + Name +
+                                 ": cannot make the event channel");
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, Pair)) {
+    close(EventPipe[0]);
+    close(EventPipe[1]);
+    return createStringError(std::error_code(errno, std::generic_category()),
+                             "cannot start " + Name +
+                                 ": cannot make the job channel");
+  }
+  if (pipe2(I->Wake, O_CLOEXEC)) {
+    for (int Fd : {EventPipe[0], EventPipe[1], Pair[0], Pair[1]})
+      close(Fd);
+    return createStringError(std::error_code(errno, std::generic_category()),
+                             "cannot start " + Name + ": cannot make a pipe");
+  }
+  I->EventRead = EventPipe[0];
+  I->JobWrite = Pair[0];
+  registerCrashNote(Name);
+  ++InProcessRuns;
+  // The runner owns its ends. SIGPIPE is blocked on it and on the threads
+  // the plugin starts from it: a write to a channel we closed fails there,
+  // and does not kill the linker.
+  std::thread([R = I->InProcess, Run = std::move(Run), Jobs = Pair[1],
+               Events = EventPipe[1]] {
+    sigset_t Pipe;
+    sigemptyset(&Pipe);
+    sigaddset(&Pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &Pipe, nullptr);
+    int Code = Run(Jobs, Events);
+    --InProcessRuns;
+    close(Jobs);
+    close(Events);
+    {
+      std::lock_guard<std::mutex> Lock(R->Mu);
+      R->Finished = true;
+      R->Code = Code;
+    }
+    R->Changed.notify_all();
+  }).detach();
+  Impl *P = I.get();
+  P->Reader = std::thread([P] { P->readEvents(); });
+  P->Writer = std::thread([P] { P->writeJobs(); });
+  P->Waiter = std::thread([P] { P->waitForExit(); });
+  return std::unique_ptr<DistributorProcess>(
+      new DistributorProcess(std::move(I)));
+}
+
 void DistributorProcess::send(std::string Line) {
   Line += '\n';
   {
@@ -564,6 +684,22 @@ void DistributorProcess::stop() {
   if (I->Exited)
     return;
   I->Stopping = true;
+  if (I->InProcess) {
+    // No process to signal: the job channel's end asks the runner to stop
+    // (the plugin host closes the plugin then). One that does not, stuck in
+    // the plugin, is left behind.
+    ::shutdown(I->JobWrite, SHUT_RDWR);
+    if (!I->Changed.wait_for(Lock, std::chrono::seconds(3),
+                             [&] { return I->Exited; })) {
+      {
+        std::lock_guard<std::mutex> RLock(I->InProcess->Mu);
+        I->InProcess->Abandoned = true;
+      }
+      I->InProcess->Changed.notify_all();
+    }
+    I->Changed.wait(Lock, [&] { return I->Exited; });
+    return;
+  }
   kill(-I->Pid, SIGTERM);
   if (!I->Changed.wait_for(Lock, std::chrono::seconds(3),
                            [&] { return I->Exited; }))

@@ -60,6 +60,13 @@ static cl::opt<std::string> HedgeOpt(
              "many times longer than its size predicts; 0 never does "
              "(default: 3; needs -dtlto-local-jobs)"));
 
+static cl::opt<bool> PluginInProcessOpt(
+    "dtlto-plugin-in-process",
+    cl::desc("Load a DTLTO distributor plugin into the linker instead of "
+             "running it in dtlto-plugin-host: no process is started, but a "
+             "plugin that crashes takes the link with it (default: false; "
+             "docs/plugins.md)"));
+
 static std::optional<StringRef> env(const char *Name) {
   const char *V = std::getenv(Name);
   if (!V || !*V)
@@ -104,6 +111,10 @@ Expected<bool> dtlto::localFallback() {
   if (!Compat)
     return Compat.takeError();
   return boolSetting(LocalFallbackOpt, "DTLTO_LOCAL_FALLBACK", !*Compat);
+}
+
+Expected<bool> dtlto::pluginInProcess() {
+  return boolSetting(PluginInProcessOpt, "DTLTO_PLUGIN_IN_PROCESS", false);
 }
 
 Expected<unsigned> dtlto::distributorTimeout() {

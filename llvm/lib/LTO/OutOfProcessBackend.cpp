@@ -40,6 +40,7 @@
 #include "dtlto/ObjectCheck.h"
 #include "dtlto/Options.h"
 #include "dtlto/Plugin.h"
+#include "dtlto/PluginHost.h"
 #include "dtlto/PreparedInputs.h"
 #include "dtlto/Shards.h"
 #include "dtlto/TempFiles.h"
@@ -221,6 +222,7 @@ private:
   void takeFarmObject(JobState &State, bool AfterExit,
                       std::optional<StringRef> Payload = std::nullopt);
   std::string pluginLinkFrame();
+  DistributorProcess::InProcessFn pluginRunner();
   StringRef moduleBytes(StringRef ModuleID);
   std::string farmName() const;
   void fillLocalSlots(std::unique_lock<std::mutex> &Lock);
@@ -820,16 +822,23 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
   }
   FarmStart = Clock::now();
   LinkReport::distributorStarted(ManifestJobs);
-  Expected<std::unique_ptr<DistributorProcess>> P = DistributorProcess::start(
-      *DistributorPath, FarmArgs, Manifest, Stream, /*Payloads=*/bool(Plugin),
-      [this](StringRef Line, StringRef Payload) { onEventLine(Line, Payload); },
-      [this] {
-        {
-          std::lock_guard<std::mutex> Lock(Mu);
-          FarmExited = true;
-        }
-        Changed.notify_all();
-      });
+  auto OnEvent = [this](StringRef Line, StringRef Payload) {
+    onEventLine(Line, Payload);
+  };
+  auto OnExit = [this] {
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      FarmExited = true;
+    }
+    Changed.notify_all();
+  };
+  Expected<std::unique_ptr<DistributorProcess>> P =
+      Plugin && Plugin->InProcess
+          ? DistributorProcess::startInProcess(farmName(), pluginRunner(),
+                                               OnEvent, OnExit)
+          : DistributorProcess::start(*DistributorPath, FarmArgs, Manifest,
+                                      Stream, /*Payloads=*/bool(Plugin),
+                                      OnEvent, OnExit);
   if (!P) {
     LinkReport::distributorEnded(/*Failed=*/true);
     return P.takeError();
@@ -840,6 +849,23 @@ Error OutOfProcessBackend::startFarm(ArrayRef<const Job *> ManifestJobs,
   Farm = std::move(*P);
   Run.DistributorRan = true;
   return Error::success();
+}
+
+// The plugin host on a thread of the linker (-dtlto-plugin-in-process),
+// with its own copy of what it needs: it may outlive this backend when
+// stuck in the plugin.
+DistributorProcess::InProcessFn OutOfProcessBackend::pluginRunner() {
+  PluginHostSetup Setup;
+  Setup.Plugin = Plugin->Plugin;
+  Setup.Args.assign(FarmArgs.begin() + 1, FarmArgs.end());
+  Setup.Backend = Plugin->Backend;
+  Setup.Prefix = "dtlto";
+  return [Setup](int JobsFd, int EventsFd) {
+    PluginHostSetup S = Setup;
+    S.JobsFd = JobsFd;
+    S.EventsFd = EventsFd;
+    return runPluginHost(S);
+  };
 }
 
 // What a plugin's jobs share: the common args, and what dtlto-backend reads
@@ -1524,7 +1550,9 @@ void OutOfProcessBackend::printSummary() {
     if (Run.DistributorRan && Plugin)
       OS << Handed.size() << " given to plugin '"
          << sys::path::filename(S.Distributor) << "'"
-         << format(" (in memory, %.2f s): ", Run.DistributorSeconds)
+         << (Plugin->InProcess ? " (in the linker, in memory, "
+                               : " (in memory, ")
+         << format("%.2f s): ", Run.DistributorSeconds)
          << Count(Source::Farm) << " objects from it, " << Run.FellBack
          << " compiled in the linker";
     else if (Run.DistributorRan)

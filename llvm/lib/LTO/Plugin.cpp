@@ -4,11 +4,13 @@
 // shared object that exports dtlto_plugin_entry. A PIE executable is ELF
 // ET_DYN too, but has an interpreter and no entry point: it is a distributor
 // program. The checks here read the file; they run none of its code (the
-// host loads it, in a process of its own).
+// host loads it: in a process of its own, or with -dtlto-plugin-in-process
+// on a thread of the linker).
 //
 //===----------------------------------------------------------------------===//
 
 #include "dtlto/Plugin.h"
+#include "dtlto/Options.h"
 #include "dtlto/dtlto-plugin.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -29,26 +31,30 @@ static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
 }
 
-// The plugin host next to the linker: bin/dtlto-plugin-host beside
-// bin/lld, or beside lib/ for the preload library.
-static Expected<std::string> findHost() {
+// Where this engine is installed: the linker executable, or the preload
+// library.
+static Expected<std::string> selfPath(StringRef ToFind) {
   Dl_info Self;
   if (!dladdr(reinterpret_cast<void *>(&findPlugin), &Self) || !Self.dli_fname)
-    return fail("cannot tell where this linker is installed, so cannot find "
-                "dtlto-plugin-host");
+    return fail("cannot tell where this linker is installed, so cannot find " +
+                ToFind);
   SmallString<256> Real;
   if (sys::fs::real_path(Self.dli_fname, Real))
     Real = Self.dli_fname;
-  StringRef Dir = sys::path::parent_path(Real);
+  return std::string(Real);
+}
+
+// A program of ours next to the engine: bin/<Name> beside bin/lld, or
+// beside lib/ for the preload library; "" when there is none.
+static std::string besideSelf(StringRef Self, StringRef Name) {
+  StringRef Dir = sys::path::parent_path(Self);
   for (const char *Rel : {"", "../bin"}) {
-    SmallString<256> Host(Dir);
-    sys::path::append(Host, Rel, "dtlto-plugin-host");
-    if (sys::fs::can_execute(Host))
-      return std::string(Host);
+    SmallString<256> Path(Dir);
+    sys::path::append(Path, Rel, Name);
+    if (sys::fs::can_execute(Path))
+      return std::string(Path);
   }
-  return fail("DTLTO distributor plugins run in dtlto-plugin-host, which "
-              "is not installed next to '" +
-              Real + "'; reinstall dtlto");
+  return "";
 }
 
 namespace {
@@ -154,10 +160,25 @@ Expected<std::optional<PluginChoice>> findPlugin(StringRef Distributor) {
     }
     C.Plugin = std::string(Abs);
   }
-  Expected<std::string> Host = findHost();
-  if (!Host)
-    return Host.takeError();
-  C.Host = *Host;
+  Expected<bool> InProcess = pluginInProcess();
+  if (!InProcess)
+    return InProcess.takeError();
+  C.InProcess = *InProcess;
+  Expected<std::string> Self =
+      selfPath(C.InProcess ? "dtlto-backend" : "dtlto-plugin-host");
+  if (!Self)
+    return Self.takeError();
+  if (C.InProcess) {
+    C.Backend = besideSelf(*Self, "dtlto-backend");
+    return C;
+  }
+  C.Host = besideSelf(*Self, "dtlto-plugin-host");
+  if (C.Host.empty())
+    return fail("DTLTO distributor plugins run in dtlto-plugin-host, which "
+                "is not installed next to '" +
+                *Self +
+                "'; reinstall dtlto, or load the plugin into the linker "
+                "(-mllvm -dtlto-plugin-in-process)");
   return C;
 }
 

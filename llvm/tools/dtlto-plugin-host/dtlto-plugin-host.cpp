@@ -1,14 +1,11 @@
 //===- dtlto-plugin-host.cpp - Runs a distributor plugin for the engine ---===//
 //
-// The engine never loads a distributor plugin into the linker: it starts
-// this program, as it starts any distributor (its own process group, the
-// deadline, the stop signals), as `dtlto-plugin-host <plugin> <args...>`.
-// The host loads the plugin (a shared object, or one built in), reads the
-// link and its jobs from DTLTO_JOBS_FD with their inputs in memory, calls
-// the plugin (dtlto-plugin.h), and writes what the plugin reports to
-// DTLTO_EVENTS_FD, a done with the object's bytes after its line
-// (docs/plugins.md, "The host protocol"). A plugin that crashes takes this
-// process down, not the link.
+// By default the engine does not load a distributor plugin into the linker:
+// it starts this program, as it starts any distributor (its own process
+// group, the deadline, the stop signals), as
+// `dtlto-plugin-host <plugin> <args...>` with DTLTO_JOBS_FD and
+// DTLTO_EVENTS_FD, and this program runs the plugin on them (PluginHost.h).
+// A plugin that crashes takes this process down, not the link.
 //
 // Exit codes: 0 when every job was reported final after the end of the jobs;
 // 3 (PluginLoadFailedExitCode) when the plugin could not be loaded or
@@ -16,490 +13,28 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LocalPlugin.h"
-#include "WriteAll.h"
-#include "dtlto/Plugin.h"
-#include "dtlto/dtlto-plugin.h"
+#include "dtlto/PluginHost.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
-#include <cerrno>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <dlfcn.h>
 #include <fcntl.h>
-#include <memory>
-#include <mutex>
-#include <poll.h>
-#include <string>
-#include <unistd.h>
-#include <vector>
 
 using namespace llvm;
-using dtlto::writeAll;
-using dtlto::PluginLoadFailedExitCode;
 
-namespace {
-
-[[noreturn]] void die(int Code, const Twine &Msg) {
-  errs() << "dtlto-plugin-host: error: " << Msg << "\n";
-  errs().flush();
-  _exit(Code);
-}
-
-int fdFromEnv(const char *Var) {
+static int fdFromEnv(const char *Var) {
   const char *V = getenv(Var);
   int Fd;
-  if (!V || StringRef(V).getAsInteger(10, Fd) || Fd < 0)
-    die(1, Twine(Var) + " is not set: dtlto-plugin-host is started by the "
-                        "linker, for --thinlto-distributor=<plugin>");
+  if (!V || StringRef(V).getAsInteger(10, Fd) || Fd < 0) {
+    errs() << "dtlto-plugin-host: error: " << Var
+           << " is not set: dtlto-plugin-host is started by the linker, for "
+              "--thinlto-distributor=<plugin>\n";
+    return -1;
+  }
   return Fd;
-}
-
-/// The distributor arguments, for the plugin's open.
-std::vector<const char *> PluginArgs;
-
-/// One job while the plugin has it.
-struct HostJob {
-  std::string Frame; // the line's strings and the inputs' bytes live here
-  std::vector<std::string> Strings;
-  std::vector<const char *> Args;
-  std::vector<dtlto_input> Inputs;
-  std::vector<std::string> Written; // files the host wrote for it
-  std::string Output;
-  dtlto_job Job{};
-  bool Final = false;
-};
-
-class Host {
-public:
-  int Jobs = -1, Events = -1;
-  int Wake[2] = {-1, -1};
-  const dtlto_plugin *Plugin = nullptr;
-  std::string PluginName;
-  void *Session = nullptr;
-  dtlto_engine Engine{};
-
-  // The link.
-  std::string LinkData;
-  std::vector<std::string> LinkStrings;
-  std::vector<const char *> LinkArgs;
-  std::vector<std::string> NativeWritten;
-  std::string BackendPath;
-  dtlto_link Link{};
-
-  std::mutex Mu; // guards JobsById, Finals and the event writes
-  DenseMap<uint64_t, std::unique_ptr<HostJob>> JobsById;
-  std::vector<uint64_t> Finals; // reported final, not yet freed
-  bool EndSeen = false;
-
-  void load(StringRef Spec);
-  void run();
-
-private:
-  std::string Pending; // bytes read from the job channel, not yet used
-  bool readMore();
-  bool readFrame(std::string &Line, std::string &Payload,
-                 uint64_t (*Size)(const json::Object &));
-  void openSession(const json::Object &L, std::string Payload);
-  void submit(const json::Object &O, std::string Frame, size_t LineEnd);
-  void freeFinals();
-  bool allFinal();
-
-public:
-  void event(uint64_t Id, StringRef Kind, json::Object Extra = {},
-             StringRef Payload = "");
-  void markFinal(uint64_t Id);
-  HostJob *find(uint64_t Id);
-};
-
-// The callbacks (any thread).
-void onAccepted(void *Ctx, uint64_t Id) {
-  static_cast<Host *>(Ctx)->event(Id, "accepted");
-}
-void onStarted(void *Ctx, uint64_t Id, const char *Worker) {
-  json::Object Extra;
-  if (Worker)
-    Extra["worker"] = Worker;
-  static_cast<Host *>(Ctx)->event(Id, "started", std::move(Extra));
-}
-void onDone(void *Ctx, uint64_t Id, dtlto_buffer Object) {
-  Host &H = *static_cast<Host *>(Ctx);
-  StringRef Bytes(static_cast<const char *>(Object.data),
-                  Object.data ? Object.size : 0);
-  std::unique_ptr<MemoryBuffer> FromFile;
-  if (Bytes.empty() && (H.Plugin->flags & DTLTO_PLUGIN_OUTPUT_FILES)) {
-    std::string Output;
-    {
-      std::lock_guard<std::mutex> Lock(H.Mu);
-      if (HostJob *J = H.find(Id))
-        Output = J->Output;
-    }
-    if (!Output.empty()) {
-      ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(
-          Output, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-      if (Buf) {
-        FromFile = std::move(*Buf);
-        Bytes = FromFile->getBuffer();
-      }
-      sys::fs::remove(Output);
-    }
-  }
-  H.event(Id, "done", json::Object{{"bytes", int64_t(Bytes.size())}}, Bytes);
-  H.markFinal(Id);
-}
-void onFailed(void *Ctx, uint64_t Id, const char *Reason, int Retry) {
-  Host &H = *static_cast<Host *>(Ctx);
-  json::Object Extra{{"retry", Retry != 0}};
-  if (Reason)
-    Extra["reason"] = Reason;
-  H.event(Id, "failed", std::move(Extra));
-  if (!Retry)
-    H.markFinal(Id);
-}
-void onCancelled(void *Ctx, uint64_t Id) {
-  Host &H = *static_cast<Host *>(Ctx);
-  H.event(Id, "cancelled");
-  H.markFinal(Id);
-}
-void onLog(void *Ctx, const char *Msg) {
-  Host &H = *static_cast<Host *>(Ctx);
-  std::lock_guard<std::mutex> Lock(H.Mu);
-  errs() << "dtlto-plugin-host: " << H.PluginName << ": " << (Msg ? Msg : "")
-         << "\n";
-  errs().flush();
-}
-
-HostJob *Host::find(uint64_t Id) {
-  auto It = JobsById.find(Id);
-  return It == JobsById.end() ? nullptr : It->second.get();
-}
-
-// One event line (and the object after a done). Reports after a job is
-// final are dropped: the header promises that.
-void Host::event(uint64_t Id, StringRef Kind, json::Object Extra,
-                 StringRef Payload) {
-  std::lock_guard<std::mutex> Lock(Mu);
-  HostJob *J = find(Id);
-  if (!J || J->Final)
-    return;
-  Extra["id"] = int64_t(Id);
-  Extra["event"] = Kind;
-  std::string Line;
-  raw_string_ostream OS(Line);
-  OS << json::Value(std::move(Extra)) << "\n";
-  if (writeAll(Events, Line))
-    writeAll(Events, Payload);
-}
-
-void Host::markFinal(uint64_t Id) {
-  {
-    std::lock_guard<std::mutex> Lock(Mu);
-    HostJob *J = find(Id);
-    if (!J || J->Final)
-      return;
-    J->Final = true;
-    Finals.push_back(Id);
-  }
-  char C = 0;
-  (void)!write(Wake[1], &C, 1);
-}
-
-void Host::load(StringRef Spec) {
-  dtlto_plugin_entry_fn Entry = nullptr;
-  if (Spec.consume_front("builtin:")) {
-    if (Spec != "local")
-      die(PluginLoadFailedExitCode,
-          "no built-in DTLTO distributor plugin is called '" + Spec + "'");
-    Entry = dtlto::localPluginEntry;
-    PluginName = ("builtin:" + Spec).str();
-  } else {
-    PluginName = Spec.str();
-    void *Handle = dlopen(PluginName.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!Handle)
-      die(PluginLoadFailedExitCode,
-          "cannot load the DTLTO distributor plugin '" + Spec +
-              "': " + dlerror() +
-              "; check that the libraries it needs are installed (ldd)");
-    Entry = reinterpret_cast<dtlto_plugin_entry_fn>(
-        dlsym(Handle, DTLTO_PLUGIN_ENTRY_SYMBOL));
-    if (!Entry)
-      die(PluginLoadFailedExitCode,
-          "the DTLTO distributor plugin '" + Spec +
-              "' does not export " DTLTO_PLUGIN_ENTRY_SYMBOL
-              " (see dtlto-plugin.h)");
-  }
-  Plugin = Entry(DTLTO_PLUGIN_ABI_VERSION);
-  if (!Plugin)
-    die(PluginLoadFailedExitCode,
-        "the DTLTO distributor plugin '" + PluginName +
-            "' cannot speak plugin ABI version " +
-            Twine(DTLTO_PLUGIN_ABI_VERSION) +
-            ", the one this dtlto speaks; rebuild it against this dtlto's "
-            "dtlto-plugin.h");
-  if (Plugin->abi_version != DTLTO_PLUGIN_ABI_VERSION)
-    die(PluginLoadFailedExitCode,
-        "the DTLTO distributor plugin '" + PluginName +
-            "' is built for plugin ABI version " + Twine(Plugin->abi_version) +
-            ", but this dtlto speaks version " +
-            Twine(DTLTO_PLUGIN_ABI_VERSION) +
-            "; rebuild it against this dtlto's dtlto-plugin.h");
-  if (!Plugin->open || !Plugin->submit || !Plugin->cancel ||
-      !Plugin->end_of_jobs || !Plugin->close)
-    die(PluginLoadFailedExitCode,
-        "the DTLTO distributor plugin '" + PluginName +
-            "' leaves a function of its dtlto_plugin empty; every one is "
-            "required (dtlto-plugin.h)");
-  if (Plugin->name && *Plugin->name)
-    PluginName += std::string(" (") + Plugin->name + ")";
-}
-
-// Reads what the job channel has; false at its end.
-bool Host::readMore() {
-  char Buf[1 << 16];
-  for (;;) {
-    ssize_t N = read(Jobs, Buf, sizeof(Buf));
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N <= 0)
-      return false;
-    Pending.append(Buf, N);
-    return true;
-  }
-}
-
-uint64_t linkBytes(const json::Object &O) {
-  const json::Object *L = O.getObject("link");
-  if (!L)
-    return 0;
-  return L->getInteger("backend_config").value_or(0);
-}
-
-uint64_t jobBytes(const json::Object &O) {
-  uint64_t Sum = 0;
-  if (const json::Array *Sizes = O.getArray("sizes"))
-    for (const json::Value &V : *Sizes)
-      Sum += V.getAsInteger().value_or(0);
-  return Sum;
-}
-
-bool isFile(StringRef Path) { return sys::fs::is_regular_file(Path); }
-
-// Writes Data at Path for a plugin that wants files, unless a file is there.
-bool writeMissing(StringRef Path, StringRef Data,
-                  std::vector<std::string> &Written) {
-  if (Path.empty() || isFile(Path))
-    return true;
-  std::error_code EC;
-  raw_fd_ostream OS(Path, EC, sys::fs::OF_None);
-  if (EC)
-    return false;
-  Written.push_back(Path.str());
-  OS << Data;
-  OS.close();
-  return !OS.has_error();
-}
-
-void Host::openSession(const json::Object &O, std::string Payload) {
-  const json::Object *L = O.getObject("link");
-  if (!L)
-    die(1, "the engine sent no link first");
-  LinkData = std::move(Payload);
-  size_t ConfigSize = L->getInteger("backend_config").value_or(0);
-  LinkStrings.push_back(L->getString("linker_output").value_or("").str());
-  LinkStrings.push_back(L->getString("triple").value_or("").str());
-  if (const json::Array *A = L->getArray("args"))
-    for (const json::Value &V : *A)
-      LinkStrings.push_back(V.getAsString().value_or("").str());
-  for (size_t I = 2; I < LinkStrings.size(); ++I)
-    LinkArgs.push_back(LinkStrings[I].c_str());
-  Link.linker_output = LinkStrings[0].c_str();
-  Link.triple = LinkStrings[1].c_str();
-  Link.args = LinkArgs.data();
-  Link.num_args = LinkArgs.size();
-  Link.backend_config = {LinkData.data(), ConfigSize};
-  Link.dtlto_backend = BackendPath.empty() ? nullptr : BackendPath.c_str();
-
-  if (Plugin->flags & DTLTO_PLUGIN_INPUT_FILES)
-    if (const json::Array *N = L->getArray("native_files"); N && N->size() == 1)
-      if (!writeMissing((*N)[0].getAsString().value_or(""),
-                        StringRef(LinkData).substr(0, ConfigSize),
-                        NativeWritten))
-        die(1, "cannot write '" + (*N)[0].getAsString().value_or("") +
-                   "' for the plugin");
-
-  Engine = {this, onAccepted, onStarted, onDone, onFailed, onCancelled, onLog};
-  char Err[1024] = "";
-  Session = Plugin->open(&Link, &Engine, PluginArgs.data(), PluginArgs.size(),
-                         Err, sizeof(Err));
-  if (!Session)
-    die(PluginLoadFailedExitCode,
-        "the DTLTO distributor plugin '" + PluginName +
-            "' refused the link: " + (*Err ? Err : "it gave no reason"));
-}
-
-void Host::submit(const json::Object &O, std::string Frame, size_t LineEnd) {
-  auto J = std::make_unique<HostJob>();
-  J->Frame = std::move(Frame);
-  uint64_t Id = O.getInteger("id").value_or(0);
-  auto Strings = [&](StringRef Key) {
-    std::vector<std::string> Out;
-    if (const json::Array *A = O.getArray(Key))
-      for (const json::Value &V : *A)
-        Out.push_back(V.getAsString().value_or("").str());
-    return Out;
-  };
-  std::vector<std::string> Args = Strings("args"), Names = Strings("inputs"),
-                           Outputs = Strings("outputs");
-  std::vector<uint64_t> Sizes;
-  if (const json::Array *A = O.getArray("sizes"))
-    for (const json::Value &V : *A)
-      Sizes.push_back(V.getAsInteger().value_or(0));
-  // The strings first, so that no pointer into them moves.
-  J->Strings = std::move(Args);
-  size_t NumArgs = J->Strings.size();
-  J->Strings.insert(J->Strings.end(), Names.begin(), Names.end());
-  J->Output = Outputs.empty() ? "" : Outputs[0];
-  for (size_t I = 0; I < NumArgs; ++I)
-    J->Args.push_back(J->Strings[I].c_str());
-  bool WantFiles = Plugin->flags & DTLTO_PLUGIN_INPUT_FILES;
-  size_t Off = LineEnd;
-  for (size_t I = 0; I < Names.size(); ++I) {
-    const std::string &Name = J->Strings[NumArgs + I];
-    uint64_t Size = I < Sizes.size() ? Sizes[I] : 0;
-    StringRef Data = StringRef(J->Frame).substr(Off, Size);
-    Off += Size;
-    if (WantFiles && !writeMissing(Name, Data, J->Written))
-      die(1, "cannot write '" + Name + "' for the plugin");
-    bool OnDisk = WantFiles || isFile(Name);
-    J->Inputs.push_back(
-        {Name.c_str(), OnDisk ? Name.c_str() : nullptr, {Data.data(), Size}});
-  }
-  J->Job.id = Id;
-  J->Job.module_id = J->Inputs.empty() ? "" : J->Inputs[0].name;
-  J->Job.args = J->Args.data();
-  J->Job.num_args = J->Args.size();
-  J->Job.inputs = J->Inputs.data();
-  J->Job.num_inputs = J->Inputs.size();
-  J->Job.output_path = J->Output.c_str();
-  J->Job.input_bytes = O.getInteger("input_bytes").value_or(0);
-  const dtlto_job *Job = &J->Job;
-  {
-    std::lock_guard<std::mutex> Lock(Mu);
-    JobsById[Id] = std::move(J);
-  }
-  if (Plugin->submit(Session, Job) != 0)
-    onFailed(this, Id, "the plugin refused the job", 0);
-}
-
-// Frees what the plugin reported final: the header says it no longer
-// reads it.
-void Host::freeFinals() {
-  std::vector<std::unique_ptr<HostJob>> Gone;
-  {
-    std::lock_guard<std::mutex> Lock(Mu);
-    for (uint64_t Id : Finals) {
-      auto It = JobsById.find(Id);
-      Gone.push_back(std::move(It->second));
-      JobsById.erase(It);
-    }
-    Finals.clear();
-  }
-  for (const std::unique_ptr<HostJob> &J : Gone)
-    for (const std::string &F : J->Written)
-      sys::fs::remove(F);
-}
-
-bool Host::allFinal() {
-  std::lock_guard<std::mutex> Lock(Mu);
-  return JobsById.empty() && Finals.empty();
-}
-
-} // namespace
-
-void Host::run() {
-  bool Opened = false;
-  for (;;) {
-    freeFinals();
-    if (EndSeen && allFinal())
-      break;
-    // Frames complete in Pending.
-    for (;;) {
-      size_t NL = Pending.find('\n');
-      if (NL == std::string::npos)
-        break;
-      // The engine ends each frame, bytes included, with a newline.
-      if (StringRef(Pending).take_front(NL).trim().empty()) {
-        Pending.erase(0, NL + 1);
-        continue;
-      }
-      Expected<json::Value> V = json::parse(StringRef(Pending).take_front(NL));
-      if (!V)
-        die(1, "the engine sent a line that is not JSON: " +
-                   toString(V.takeError()));
-      const json::Object *O = V->getAsObject();
-      if (!O)
-        die(1, "the engine sent a line that is not a JSON object");
-      uint64_t Bytes = Opened ? jobBytes(*O) : linkBytes(*O);
-      if (Pending.size() < NL + 1 + Bytes)
-        break;
-      std::string Frame = Pending.substr(0, NL + 1 + Bytes);
-      Pending.erase(0, NL + 1 + Bytes);
-      if (!Opened) {
-        openSession(*O, Frame.substr(NL + 1));
-        Opened = true;
-      } else if (std::optional<int64_t> C = O->getInteger("cancel")) {
-        bool Live;
-        {
-          std::lock_guard<std::mutex> Lock(Mu);
-          HostJob *J = find(*C);
-          Live = J && !J->Final;
-        }
-        if (Live)
-          Plugin->cancel(Session, *C);
-      } else if (O->get("end")) {
-        EndSeen = true;
-        Plugin->end_of_jobs(Session);
-      } else if (O->get("id")) {
-        submit(*O, std::move(Frame), NL + 1);
-      }
-    }
-    if (EndSeen && allFinal())
-      continue;
-    struct pollfd P[2] = {{Jobs, POLLIN, 0}, {Wake[0], POLLIN, 0}};
-    if (poll(P, 2, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      die(1, Twine("poll: ") + strerror(errno));
-    }
-    if (P[1].revents) {
-      char Buf[256];
-      (void)!read(Wake[0], Buf, sizeof(Buf));
-    }
-    if (P[0].revents && !readMore()) {
-      // The engine closed the job channel before the end: it is stopping.
-      if (!EndSeen) {
-        if (Session)
-          Plugin->close(Session);
-        _exit(1);
-      }
-      // After the end the channel may close: wait for the jobs only.
-      close(Jobs);
-      Jobs = -1;
-    }
-  }
-  Plugin->close(Session);
-  Session = nullptr;
-  freeFinals();
-  for (const std::string &F : NativeWritten)
-    sys::fs::remove(F);
 }
 
 int main(int argc, char **argv) {
@@ -511,25 +46,29 @@ int main(int argc, char **argv) {
   }
   // A write to an engine that has gone fails; it must not kill us first.
   signal(SIGPIPE, SIG_IGN);
-  Host H;
-  H.Events = fdFromEnv("DTLTO_EVENTS_FD");
-  H.Jobs = fdFromEnv("DTLTO_JOBS_FD");
+  dtlto::PluginHostSetup Setup;
+  Setup.Prefix = "dtlto-plugin-host";
+  Setup.Plugin = argv[1];
+  Setup.Args.assign(argv + 2, argv + argc);
+  Setup.EventsFd = fdFromEnv("DTLTO_EVENTS_FD");
+  Setup.JobsFd = fdFromEnv("DTLTO_JOBS_FD");
+  if (Setup.EventsFd < 0 || Setup.JobsFd < 0)
+    return 1;
   // The channels are ours: what the plugin starts must not hold them open
   // (the engine reads events until the last writer has gone).
-  fcntl(H.Events, F_SETFD, FD_CLOEXEC);
-  fcntl(H.Jobs, F_SETFD, FD_CLOEXEC);
-  if (pipe2(H.Wake, O_CLOEXEC))
-    die(1, Twine("pipe: ") + strerror(errno));
-  for (int I = 2; I < argc; ++I)
-    PluginArgs.push_back(argv[I]);
+  fcntl(Setup.EventsFd, F_SETFD, FD_CLOEXEC);
+  fcntl(Setup.JobsFd, F_SETFD, FD_CLOEXEC);
   SmallString<256> Self;
   if (!sys::fs::real_path("/proc/self/exe", Self)) {
     SmallString<256> Backend = sys::path::parent_path(Self);
     sys::path::append(Backend, "dtlto-backend");
     if (sys::fs::can_execute(Backend))
-      H.BackendPath = std::string(Backend);
+      Setup.Backend = std::string(Backend);
   }
-  H.load(argv[1]);
-  H.run();
-  return 0;
+  // The process ends here: what the plugin still runs on threads of its own
+  // goes with it.
+  int Code = dtlto::runPluginHost(Setup);
+  outs().flush();
+  errs().flush();
+  _exit(Code);
 }

@@ -8,6 +8,8 @@
  *   exit    exits the process (status 0) on the first job
  *   hold    accepts every job and runs none; answers each cancel with
  *           cancelled, and says so on stderr
+ *   whoami  says in open which process runs it (/proc/self/comm: the
+ *           linker, or dtlto-plugin-host), then fails every job
  * Built with -DABI_VERSION=N it claims another ABI version; with -DNO_ENTRY
  * it exports no entry point. */
 
@@ -35,6 +37,18 @@ static void *fault_open(const dtlto_link *link, const dtlto_engine *e,
   if (!strcmp(mode, "refuse")) {
     snprintf(error, error_size, "this plugin refuses every link");
     return NULL;
+  }
+  if (!strcmp(mode, "whoami")) {
+    char comm[64] = "", msg[128];
+    FILE *f = fopen("/proc/self/comm", "r");
+    if (f) {
+      if (!fgets(comm, sizeof(comm), f))
+        comm[0] = 0;
+      fclose(f);
+    }
+    comm[strcspn(comm, "\n")] = 0;
+    snprintf(msg, sizeof(msg), "running in process '%s'", comm);
+    engine->log(engine->ctx, msg);
   }
   return (void *)&engine;
 }
