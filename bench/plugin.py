@@ -2,15 +2,18 @@
 """Distributor plugin against files, on one benchmark program (issue 16).
 
 Replays the program's recorded link (bench/run.py prepares it in CACHE) with
-our ld.lld in two modes, alternating run by run:
+our ld.lld in three modes, alternating run by run:
 
   files   --thinlto-distributor=<python> utils/dtlto/local.py, remote
           compiler dtlto-backend (batch workers reading the shards, modules
           and objects as files)
   plugin  --thinlto-distributor=builtin:local (dtlto-backend --memory
-          workers, every input and object in memory)
+          workers, every input and object in memory), in dtlto-plugin-host
+  plugin-in-linker
+          the same plugin loaded into the linker (-dtlto-plugin-in-process):
+          no host process
 
-Both run every job in dtlto-backend, --jobs=N workers. Per mode it reports
+All run every job in dtlto-backend, --jobs=N workers. Per mode it reports
 the wall time of the timed runs (median and range), the engine's own DTLTO
 trace scopes (one separate --time-trace link; "engine_ms" sums those of
 ENGINE), the files of ours a
@@ -64,6 +67,8 @@ def find_build(cache, program):
 
 
 def mode_args(mode, args):
+    if mode == "plugin-in-linker":
+        return mode_args("plugin", args) + ["-mllvm", "-dtlto-plugin-in-process"]
     if mode == "plugin":
         return ["--thinlto-distributor=builtin:local",
                 f"--thinlto-distributor-arg=--jobs={args.jobs}",
@@ -112,7 +117,7 @@ def main():
     try:
         ref = os.path.join(tmp, "inproc")
         link(build, ref, [f"--thinlto-jobs={args.jobs}"], env)
-        modes = ["files", "plugin"]
+        modes = ["files", "plugin", "plugin-in-linker"]
         walls = {m: [] for m in modes}
         summary = {}
         for _ in range(args.runs):
