@@ -300,6 +300,9 @@ struct DistributorProcess::Impl {
   void readEventLines();
   void writeJobs();
   void waitForExit();
+  void exited(bool Known, int Status);
+  void tellExit(bool Drain);
+  void startThreads(bool Streaming);
 };
 
 // Lines of the event channel, as they come; a line longer than the limit
@@ -390,32 +393,41 @@ void DistributorProcess::Impl::writeJobs() {
   ::shutdown(JobWrite, SHUT_WR);
 }
 
+void DistributorProcess::Impl::exited(bool Known, int St) {
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    Exited = true;
+    StatusKnown = Known;
+    Status = St;
+  }
+  Changed.notify_all();
+}
+
+// With payloads an object exists only on the channel: what the distributor
+// wrote before it ended is read before OnExit is told. Its writers are gone
+// by then, so the channel ends soon; the limit is for a writer that
+// outlives it (a process that left the group with the pipe open).
+void DistributorProcess::Impl::tellExit(bool Drain) {
+  if (Drain) {
+    std::unique_lock<std::mutex> Lock(Mu);
+    Changed.wait_for(Lock, std::chrono::seconds(10),
+                     [&] { return ReaderDone; });
+  }
+  OnExit();
+}
+
 void DistributorProcess::Impl::waitForExit() {
   if (InProcess) {
-    int Code;
-    bool Finished;
-    {
-      std::unique_lock<std::mutex> Lock(InProcess->Mu);
-      InProcess->Changed.wait(
-          Lock, [&] { return InProcess->Finished || InProcess->Abandoned; });
-      Finished = InProcess->Finished;
-      Code = InProcess->Code;
-    }
-    {
-      std::lock_guard<std::mutex> Lock(Mu);
-      Exited = true;
-      StatusKnown = Finished;
-      Status = (Code & 0xff) << 8; // as waitpid tells an exit code
-    }
-    Changed.notify_all();
-    // The runner closed its end of the events when it finished: the
-    // reader has the last object soon. Left behind, it may never close.
-    if (Finished) {
-      std::unique_lock<std::mutex> Lock(Mu);
-      Changed.wait_for(Lock, std::chrono::seconds(10),
-                       [&] { return ReaderDone; });
-    }
-    OnExit();
+    std::unique_lock<std::mutex> Lock(InProcess->Mu);
+    InProcess->Changed.wait(
+        Lock, [&] { return InProcess->Finished || InProcess->Abandoned; });
+    bool Finished = InProcess->Finished;
+    int Code = InProcess->Code;
+    Lock.unlock();
+    // The runner closed its end of the events when it finished; left
+    // behind, it may never close it.
+    exited(Finished, (Code & 0xff) << 8 /* as waitpid tells an exit code */);
+    tellExit(/*Drain=*/Finished);
     return;
   }
   int St = 0;
@@ -424,26 +436,18 @@ void DistributorProcess::Impl::waitForExit() {
     R = waitpid(Pid, &St, 0);
   while (R < 0 && errno == EINTR);
   RunningGroup.store(0);
-  {
-    std::lock_guard<std::mutex> Lock(Mu);
-    Exited = true;
-    StatusKnown = R == Pid;
-    Status = St;
-  }
-  Changed.notify_all();
+  exited(R == Pid, St);
   // The distributor must not leave jobs behind that could still write into
   // the output directory once we have cleaned it.
   kill(-Pid, SIGKILL);
-  // With payloads an object exists only on the channel: what the
-  // distributor wrote before it exited is read before the exit is told.
-  // The group is gone, so the pipe ends soon; the limit is for a process
-  // that left the group with the pipe open.
-  if (Payloads) {
-    std::unique_lock<std::mutex> Lock(Mu);
-    Changed.wait_for(Lock, std::chrono::seconds(10),
-                     [&] { return ReaderDone; });
-  }
-  OnExit();
+  tellExit(Payloads);
+}
+
+void DistributorProcess::Impl::startThreads(bool Streaming) {
+  Reader = std::thread([this] { readEvents(); });
+  if (Streaming)
+    Writer = std::thread([this] { writeJobs(); });
+  Waiter = std::thread([this] { waitForExit(); });
 }
 
 DistributorProcess::DistributorProcess(std::unique_ptr<Impl> I)
@@ -572,11 +576,7 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
                              "cannot run the DTLTO distributor '" + Program +
                                  "': " + std::strerror(SpawnErr));
   }
-  Impl *P = I.get();
-  P->Reader = std::thread([P] { P->readEvents(); });
-  if (Streaming)
-    P->Writer = std::thread([P] { P->writeJobs(); });
-  P->Waiter = std::thread([P] { P->waitForExit(); });
+  I->startThreads(Streaming);
   return std::unique_ptr<DistributorProcess>(
       new DistributorProcess(std::move(I)));
 }
@@ -655,10 +655,7 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
     }
     R->Changed.notify_all();
   }).detach();
-  Impl *P = I.get();
-  P->Reader = std::thread([P] { P->readEvents(); });
-  P->Writer = std::thread([P] { P->writeJobs(); });
-  P->Waiter = std::thread([P] { P->waitForExit(); });
+  I->startThreads(/*Streaming=*/true);
   return std::unique_ptr<DistributorProcess>(
       new DistributorProcess(std::move(I)));
 }
