@@ -51,6 +51,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from benchlib import prepare as prepare_mod  # noqa: E402
+from benchlib import probe  # noqa: E402
 from benchlib import trace  # noqa: E402
 
 HOSTS_PY = os.path.join(ROOT, "test", "distributors", "ssh", "Inputs", "hosts.py")
@@ -123,21 +124,31 @@ def with_output(args, path):
     return args
 
 
-def longest_job(manifest_path, cwd):
-    """The longest job of a kept manifest and the sum of all, each compiled
-    alone here."""
+def jobs_alone(manifest_path, cwd):
+    """Every job of a kept manifest compiled alone here, in manifest order:
+    its input bytes and object bytes (as probe.py measures them) and its
+    seconds. bench/farmmodel.py policies replays them."""
     with open(manifest_path) as f:
         m = json.load(f)
     common = m["common"]["args"]
-    times = []
+    here = os.getcwd()
+    os.chdir(cwd)   # the manifest's paths are the link's
+    try:
+        _, sizes = probe.measure_inputs(os.path.abspath(manifest_path), 0)
+    finally:
+        os.chdir(here)
+    jobs = []
     with tempfile.TemporaryDirectory() as d:
-        for job in m["jobs"]:
+        obj = os.path.join(d, "o.o")
+        for job, size in zip(m["jobs"], sizes):
             args = list(job["args"])
-            args[args.index("-o") + 1] = os.path.join(d, "o.o")
+            args[args.index("-o") + 1] = obj
             start = time.monotonic()
             subprocess.run(common + args, cwd=cwd, check=True)
-            times.append(time.monotonic() - start)
-    return max(times), sum(times), len(times)
+            jobs.append({"module": size["module"], "needs_bytes": size["needs_bytes"],
+                         "object_bytes": os.path.getsize(obj),
+                         "seconds": time.monotonic() - start})
+    return jobs
 
 
 def inside(cfg):
@@ -213,11 +224,14 @@ def measure(cfg, link, work):
     os.makedirs(os.path.join(cwd, keep))
     link("oneshot", os.path.join(keep, "prog"), ["--save-temps", "--time-trace"])
     split = trace.phases(os.path.join(cwd, keep, "prog.time-trace"))
-    before = split["inputs"] + split["thin_link"] + split["shards"]
+    pre = split["inputs"] + split["thin_link"]
+    before = pre + split["shards"]
     after = split["after"] + split["final_link"]
     manifest = next(os.path.join(cwd, keep, n) for n in os.listdir(os.path.join(cwd, keep))
                     if n.endswith(".dist-file.json"))
-    worst, work_s, jobs = longest_job(manifest, cwd)
+    alone = jobs_alone(manifest, cwd)
+    worst = max(j["seconds"] for j in alone)
+    work_s = sum(j["seconds"] for j in alone)
     runs = {m: [] for m in cfg["modes"]}
     for r in range(cfg["runs"]):
         for mode in cfg["modes"]:
@@ -228,9 +242,12 @@ def measure(cfg, link, work):
     # The farm's width is the machine's cores (every host shares them), or
     # fewer hosts' slots: no policy makes the jobs' work take less.
     width = min(cfg["hosts"] * cfg["slots"], os.cpu_count() or 1)
-    return {"jobs": jobs, "before_s": before, "after_s": after, "longest_job_s": worst,
+    return {"jobs": len(alone), "before_s": before, "pre_s": pre,
+            "shards_s": split["shards"], "after_s": after, "longest_job_s": worst,
             "bound_s": before + worst + after, "work_s": work_s, "width": width,
-            "capacity_bound_s": before + max(worst, work_s / width) + after, "runs": runs}
+            "cores": os.cpu_count() or 1,
+            "capacity_bound_s": before + max(worst, work_s / width) + after,
+            "alone": alone, "runs": runs}
 
 
 def markdown(cfg, res):

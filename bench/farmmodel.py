@@ -27,13 +27,26 @@ validate compares the model with measured links: for each record it
 predicts the distributor's wall (the jobs on --workers workers, the engine
 costs given; with --durations-from, each job's duration as another link
 measured it) and prints it next to the distributor wall the record measured.
+
+policies runs the engine's scheduling policies (one-shot, streaming,
+streaming with the linker's local slots, and with hedging;
+benchlib/farmsim.py) on a record's jobs, with some workers stragglers, for
+each W. With --farm it checks them against bench/farm.py's measured modes:
+the farm's jobs as compiled alone, its hosts, straggler, delay and rate,
+all sharing the machine's cores, the engine's start cost per job fitted so
+that one-shot's prediction is its measured wall, then the other modes
+predicted with that cost.
 """
 
 import argparse
 import json
 import os
 import random
+import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import farmsim  # noqa: E402
 
 ENGINES = {
     # Per-job costs in seconds and MB/s. "local" is this machine's
@@ -136,6 +149,14 @@ def knee(jobs, before, after, engine, order, within=1.10, limit=100000):
 
 
 def phases_of(results_path, program, mode):
+    """(before the first job, after the last object) of a traced link."""
+    pre, shards, after = split_phases_of(results_path, program, mode)
+    return pre + shards, after
+
+
+def split_phases_of(results_path, program, mode):
+    """(up to the first shard, the shards and manifest, after the last
+    object) of a traced link."""
     with open(results_path) as f:
         results = json.load(f)
     ph = results["programs"][program].get("phases", {}).get(mode)
@@ -143,7 +164,7 @@ def phases_of(results_path, program, mode):
         raise SystemExit(f"farmmodel.py: error: {results_path} has no --time-trace phases "
                          f"of {program} {mode} (run with --trace-runs 1 or more, or "
                          "give --before and --after)")
-    return (ph["inputs"] + ph["thin_link"] + ph["shards"],
+    return (ph["inputs"] + ph["thin_link"], ph["shards"],
             ph["after"] + ph["final_link"])
 
 
@@ -238,6 +259,116 @@ def cmd_validate(args):
     return 0
 
 
+def policy_row(jobs, workers, policy, engine, args, pre, shards, after):
+    slow = range(workers - args.slow, workers) if args.slow else ()
+    return farmsim.simulate(jobs, workers, policy, engine, order=args.order, slow=slow,
+                            slow_factor=args.slow_factor, local_slots=args.local_slots,
+                            hedge=args.hedge, hedge_min=args.hedge_min, pre=pre,
+                            shards=shards, after=after, cores=args.cores)
+
+
+def print_policy_rows(rows):
+    print("| workers | policy | wall s | / bound | / oneshot | jobs in the linker "
+          "| hedged (linker won) | farm seconds wasted |")
+    print("|---|---|---|---|---|---|---|---|")
+    oneshot = {r["workers"]: r["wall"] for r in rows if r["policy"] == "oneshot"}
+    for r in rows:
+        base = oneshot.get(r["workers"])
+        vs = f"{r['wall'] / base:.2f}" if base else "-"
+        print(f"| {r['workers']} | {r['policy']} | {r['wall']:.2f} | "
+              f"{r['wall'] / r['bound']:.2f} | {vs} | {r['local_jobs']} "
+              f"| {r['hedged']} ({r['hedges_won']}) | {r['farm_seconds_wasted']:.2f} |")
+
+
+def cmd_policies(args):
+    if args.farm:
+        return policies_against_farm(args)
+    rec, jobs = load_record(args.record)
+    if args.before is not None and args.after is not None:
+        pre, shards, after = args.before, args.shards, args.after
+    elif args.results:
+        pre, shards, after = split_phases_of(args.results, args.program, args.mode)
+    else:
+        raise SystemExit("farmmodel.py: error: give --results PROGRAM MODE's phases or "
+                         "--before and --after")
+    if args.scale_to:
+        jobs = scaled(jobs, args.scale_to, args.seed)
+    engine = engine_of(args)
+    print(f"{len(jobs)} jobs, engine {args.engine} "
+          + ", ".join(f"{k} {v:g}" for k, v in engine.items())
+          + (f"; the last {args.slow} worker(s) {args.slow_factor:g}x slower; "
+             if args.slow else "; no straggler; ")
+          + f"{pre:.2f} s before the shards, {shards:.2f} s of shards, {after:.2f} s after; "
+          + (f"every compile sharing {args.cores} cores" if args.cores else "no shared cores"))
+    print()
+    print_policy_rows([policy_row(jobs, w, p, engine, args, pre, shards, after)
+                       for w in args.workers for p in args.policies])
+    return 0
+
+
+def policies_against_farm(args):
+    """bench/farm.py's modes, predicted and measured."""
+    with open(args.farm) as f:
+        farm = json.load(f)
+    cfg, res = farm.get("config"), farm.get("result")
+    if not isinstance(cfg, dict) or not isinstance(res, dict):
+        raise SystemExit(f"farmmodel.py: error: {args.farm} is not a bench/farm.py farm.json")
+    if "alone" not in res:
+        raise SystemExit(f"farmmodel.py: error: {args.farm} has no per-job times "
+                         "(made by a bench/farm.py older than the policies model: run it again)")
+    jobs = [{"in": j["needs_bytes"], "out": j["object_bytes"], "seconds": j["seconds"]}
+            for j in res["alone"]]
+    workers = cfg["hosts"] * cfg["slots"]
+    args.slow = cfg["slots"] if cfg["straggler"] > 1 else 0
+    args.slow_factor = cfg["straggler"]
+    args.cores = args.cores or res["cores"]
+    engine = engine_of(args)
+    # The relay's delay each way, and the linker's link shared by the hosts
+    # (each job gets its share: the model has no shared link).
+    engine["rtt"] = 2 * cfg["delay_ms"] / 1000
+    share = cfg["rate_mbit"] / 8 / max(1, min(workers, args.cores))
+    engine["upload"] = engine["download"] = share
+    pre, shards, after = res["pre_s"], res["shards_s"], res["after_s"]
+    measured = {m: statistics.median(r["wall_s"] for r in runs)
+                for m, runs in res["runs"].items()}
+    if "oneshot" not in measured:
+        raise SystemExit(f"farmmodel.py: error: {args.farm} has no oneshot runs to fit on")
+
+    def predict(mode, start):
+        e = dict(engine, start=start)
+        return policy_row(jobs, workers, mode, e, args, pre, shards, after)
+
+    lo, hi = 0.0, 10.0
+    if predict("oneshot", lo)["wall"] >= measured["oneshot"]:
+        hi = lo
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if predict("oneshot", mid)["wall"] < measured["oneshot"]:
+            lo = mid
+        else:
+            hi = mid
+    start = hi
+    print(f"{args.farm}: {len(jobs)} jobs on {workers} workers (the last "
+          f"{args.slow} {args.slow_factor:g}x slow), {args.cores} shared cores, round trip "
+          f"{engine['rtt'] * 1000:.0f} ms, {share:.1f} MB/s per job; per-job start cost "
+          f"fitted on oneshot: {start * 1000:.0f} ms")
+    print()
+    print("| mode | measured wall s (median) | predicted s | predicted / measured "
+          "| jobs in the linker | hedged (linker won) |")
+    print("|---|---|---|---|---|---|")
+    worst = 0.0
+    for mode in res["runs"]:
+        r = predict(mode, start)
+        ratio = r["wall"] / measured[mode]
+        if mode != "oneshot":
+            worst = max(worst, abs(ratio - 1))
+        print(f"| {mode} | {measured[mode]:.2f} | {r['wall']:.2f} | {ratio:.2f} "
+              f"| {r['local_jobs']} | {r['hedged']} ({r['hedges_won']}) |")
+    print()
+    print(f"largest error of the predicted modes: {100 * worst:.0f}%")
+    return 0
+
+
 def _workers(text):
     try:
         ws = [int(x) for x in text.split(",") if x]
@@ -284,7 +415,55 @@ def parse_args(argv):
     v.add_argument("--workers", dest="workers_for_validation", type=int, default=2,
                    help="the workers the measured links had (default: %(default)s)")
     engine_options(v)
+    q = sub.add_parser("policies", help="the engine's scheduling policies on 1..N workers")
+    q.add_argument("record", nargs="?", help="a probe record (or give --farm)")
+    q.add_argument("--farm", metavar="FARM_JSON",
+                   help="check the policies against bench/farm.py's farm.json")
+    q.add_argument("--results", help="the run's results.json, for the link's phases")
+    q.add_argument("--program", help="the program in --results")
+    q.add_argument("--mode", help="the mode in --results (default: the record's)")
+    q.add_argument("--before", type=float, help="seconds before the first shard")
+    q.add_argument("--shards", type=float, default=0.0,
+                   help="with --before: seconds of shards and manifest, over which "
+                        "streaming hands the jobs out (default: %(default)s)")
+    q.add_argument("--after", type=float, help="seconds after the last object")
+    q.add_argument("--workers", type=_workers, default=_workers("4,16,64,256"),
+                   help="worker counts (default: 4,16,64,256)")
+    q.add_argument("--policies", default=",".join(farmsim.POLICIES),
+                   type=lambda t: [x for x in t.split(",") if x],
+                   help=f"comma list (default: {','.join(farmsim.POLICIES)})")
+    q.add_argument("--order", choices=ORDERS, default="largest-first",
+                   help="the farm's order (default: %(default)s, as our distributors)")
+    q.add_argument("--slow", type=int, default=1,
+                   help="straggler workers, the last ones (default: %(default)s)")
+    q.add_argument("--slow-factor", type=float, default=4.0,
+                   help="how many times as long a straggler takes (default: %(default)s)")
+    q.add_argument("--local-slots", type=int,
+                   help="the linker's slots in local and hedge (default: 1, the engine's)")
+    q.add_argument("--hedge", type=float, default=3.0,
+                   help="DTLTO_HEDGE: a straggler has run this many times its "
+                        "prediction (default: %(default)s)")
+    q.add_argument("--hedge-min", type=float, default=1.0,
+                   help="and at least this many seconds (default: %(default)s, the engine's)")
+    q.add_argument("--cores", type=int,
+                   help="every compile shares this many cores (an emulated farm; "
+                        "default: none shared, or farm.json's)")
+    q.add_argument("--scale-to", type=int, metavar="N",
+                   help="replay N jobs drawn from the record's (extrapolation)")
+    q.add_argument("--seed", type=int, default=1, help="seed of --scale-to")
+    engine_options(q)
     args = p.parse_args(argv)
+    if args.command == "policies":
+        if bool(args.record) == bool(args.farm):
+            p.error("policies needs a probe record or --farm, not both")
+        for pol in args.policies:
+            if pol not in farmsim.POLICIES:
+                p.error(f"--policies: unknown policy '{pol}' "
+                        f"(known: {', '.join(farmsim.POLICIES)})")
+        if args.results and not args.program:
+            p.error("--results needs --program")
+        if args.record and args.results and not args.mode:
+            args.mode = os.path.basename(args.record).split("-probe")[0]
     if args.command == "replay":
         if args.scale_to and (args.before is None or args.after is None):
             p.error("--scale-to needs --before and --after: the phases of a link of "
@@ -299,7 +478,8 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    return {"replay": cmd_replay, "validate": cmd_validate}[args.command](args)
+    return {"replay": cmd_replay, "validate": cmd_validate,
+            "policies": cmd_policies}[args.command](args)
 
 
 if __name__ == "__main__":
