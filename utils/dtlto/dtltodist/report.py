@@ -93,6 +93,9 @@ class Reporter:
         self.in_place = self.live and self.stream.isatty()
         self.total = 0
         self.done = 0
+        # Streamed job records that could not be run (runner.take_feed):
+        # failed jobs that never started.
+        self.refused = 0
         self.start = time.monotonic()
         self._line_shown = False
         self.events = Events()

@@ -126,8 +126,10 @@ def check_all_outputs(reporter: Reporter, jobs: list[Job], where: str) -> int:
     missing = [(job, problem) for job in jobs if (problem := check_outputs(job))]
     for job, problem in missing:
         reporter.error(f"job {job.index} ({job.module}): {problem}")
-    reporter.summary(where, failed=len(missing))
-    return EXIT_JOB_FAILED if missing else EXIT_OK
+    # Streamed records refused by take_feed are jobs that did not succeed.
+    failed = len(missing) + reporter.refused
+    reporter.summary(where, failed=failed)
+    return EXIT_JOB_FAILED if failed else EXIT_OK
 
 
 @contextlib.contextmanager
@@ -326,11 +328,14 @@ class _Running:
 def take_feed(feed: JobFeed, reporter: Reporter, jobs: list[Job]):
     """Streaming: what the linker sent since the last call. New jobs join
     jobs (and the reporter's count); a record that cannot be used fails its
-    job. Returns the new jobs and the ids the linker cancelled."""
+    job, and the run (reporter.refused). Returns the new jobs and the ids the
+    linker cancelled."""
     new, cancels = feed.read()
     for job_id, problem in feed.problems:
         reporter.error(f"the linker sent {problem}")
+        reporter.refused += 1
         if job_id is not None:
+            reporter.total += 1
             reporter.events.failed(job_id, problem, retry=False)
     feed.problems.clear()
     for job in new:
