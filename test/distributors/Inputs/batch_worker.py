@@ -5,7 +5,9 @@
 Reads one job per stdin line (a JSON array: module, -fthinlto-index=S, -o,
 OUT), writes one reply line per job. What a job does depends on its module:
 fail* replies an error after printing to stderr, crash* kills the worker,
-anything else writes OUT. Each worker records its pid in ./workers.
+hold* writes OUT half, records the worker's pid in ./held and never
+replies, anything else writes OUT. Each worker records its pid in
+./workers.
 """
 import json
 import os
@@ -20,6 +22,14 @@ for line in sys.stdin:
     if module.startswith("fail"):
         print(f"worker says: cannot compile {module}", file=sys.stderr, flush=True)
         reply = {"ok": False, "error": f"{module}: compile error"}
+    elif module.startswith("hold"):
+        with open(out, "w") as f:
+            f.write("half an obj")
+        with open("held.tmp", "w") as f:
+            f.write(f"{os.getpid()}\n")
+        os.rename("held.tmp", "held")
+        while True:
+            signal.pause()
     elif module.startswith("crash"):
         print("worker says: about to crash", file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)

@@ -149,8 +149,20 @@ class BatchRunner:
             for job in [j for j in pending if j.index == job_id]:
                 pending.remove(job)
                 drop_cancelled(self.reporter, jobs, job)
-            # A worker runs one job at a time and cannot drop it: it is let
-            # finish (the linker takes the first good object either way).
+            # A worker cannot drop the job it runs: the worker goes (its
+            # group killed, as Runner kills a job's), and the slot is free
+            # for the next job at once; a new worker starts when one is
+            # needed. Its output is the linker's to remove, as for any
+            # cancelled job.
+            for w in [w for w in workers if w.job and w.job.index == job_id]:
+                job, w.job = w.job, None
+                stop_groups([w.proc])
+                w.close()
+                w.proc.wait()
+                w.err.close()
+                workers.remove(w)
+                self.slots.shrink_to(len([x for x in workers if x.job]))
+                drop_cancelled(self.reporter, jobs, job)
 
     def _dispatch(self, pending, workers, busy) -> None:
         while pending and self.slots.try_grow(len(busy)):
