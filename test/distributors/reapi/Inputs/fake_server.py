@@ -4,7 +4,9 @@ not do: return results that try to write outside the job's outputs.
   fake_server.py --socket PATH --stubs DIR --mode-file FILE
 
 Serves Capabilities, CAS (every blob "present", uploads accepted), the
-action cache, Execution and ByteStream.Read on a Unix socket. What the
+action cache, Execution, ByteStream.Read and Operations.CancelOperation
+(logged; a hung Execute then ends its stream with CANCELLED) on a Unix
+socket. What the
 action cache or Execute returns depends on the first line of FILE, read at
 each call: "<where> <what>" with where "cache" (a poisoned action cache
 entry) or "exec" (a malicious executor), and what one of
@@ -49,6 +51,11 @@ def main() -> int:
     from google.bytestream import bytestream_pb2 as bs
     from google.bytestream import bytestream_pb2_grpc as bs_grpc
     from google.longrunning import operations_pb2 as ops
+    from google.longrunning import operations_pb2_grpc as ops_grpc
+    from google.protobuf import empty_pb2
+    import threading
+    cancelled_ops = set()
+    cancelled_cond = threading.Condition()
 
     def digest(data):
         return re.Digest(hash=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
@@ -126,12 +133,24 @@ def main() -> int:
             if what == "hang":
                 yield ops.Operation(name="op-1")
                 while context.is_active():
-                    time.sleep(0.05)
+                    with cancelled_cond:
+                        if "op-1" in cancelled_ops:
+                            logf.write("Execute of op-1 ends: operation cancelled\n")
+                            context.abort(grpc.StatusCode.CANCELLED, "operation cancelled")
+                        cancelled_cond.wait(0.05)
                 logf.write("Execute cancelled by the client\n")
                 return
             op = ops.Operation(name="op-1", done=True)
             op.response.Pack(re.ExecuteResponse(result=result(what)))
             yield op
+
+    class Operations(ops_grpc.OperationsServicer):
+        def CancelOperation(self, request, context):
+            logf.write(f"CancelOperation {request.name}\n")
+            with cancelled_cond:
+                cancelled_ops.add(request.name)
+                cancelled_cond.notify_all()
+            return empty_pb2.Empty()
 
     class ByteStream(bs_grpc.ByteStreamServicer):
         def Read(self, request, context):
@@ -145,6 +164,7 @@ def main() -> int:
     re_grpc.add_ActionCacheServicer_to_server(Cache(), server)
     re_grpc.add_ExecutionServicer_to_server(Exec(), server)
     bs_grpc.add_ByteStreamServicer_to_server(ByteStream(), server)
+    ops_grpc.add_OperationsServicer_to_server(Operations(), server)
     server.add_insecure_port(f"unix:{args.socket}")
     server.start()
     # Lives as long as the test needs it; the test kills it, and it stops by
