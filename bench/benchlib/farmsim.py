@@ -266,8 +266,9 @@ def simulate(jobs, workers, policy, engine, *, order="largest-first", slow=(),
                 if not was_done:
                     remaining -= 1
     last = max(done_at) if n else pre + shards
-    longest = max((sum(a for k, a in farm_phases(j, -1) if k != "sleep") for j in jobs),
-                  default=0.0)
+    # No farm beats every job started as it arrives on a worker of its own
+    # (for one-shot: before + the longest job + after).
+    bound = max((at + sum(a for k, a in farm_phases(jobs[i], -1) if k != "sleep")
+                 for at, i in arrivals), default=pre + shards)
     return dict(stats, policy=policy, workers=workers, local_slots=local_slots,
-                wall=last + after, bound=pre + shards + longest + after,
-                jobs_end=last)
+                wall=last + after, bound=bound + after, jobs_end=last)
