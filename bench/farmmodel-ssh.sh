@@ -12,11 +12,11 @@
 # delay measured, scaled to the others; and prints prediction against
 # measurement.
 #
-# usage: bench/farm-ssh.sh TREE OUT [RATE_MBIT...]
+# usage: bench/farmmodel-ssh.sh TREE OUT [RATE_MBIT...]
 #   TREE  a generated program's tree (CACHE/generated/gen<N>-<key>)
 #   OUT   where records and logs go
 # Runs as root (namespaces). Example:
-#   bench/farm-ssh.sh /var/cache/dtlto-bench/generated/gen30-<key> /tmp/farm 16 4
+#   bench/farmmodel-ssh.sh /var/cache/dtlto-bench/generated/gen30-<key> /tmp/farm 16 4
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help || $# -lt 2 ]]; then
   sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
