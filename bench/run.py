@@ -39,8 +39,9 @@ def parse_args(argv):
                    help="comma-separated programs (default: %(default)s); "
                         "gen<N> is a generated program of N modules "
                         "(bench/benchlib/generate.py, bench/scale.py)")
-    p.add_argument("--modes", default=",".join(m.key for m in MODES),
-                   help="comma-separated modes (default: %(default)s)")
+    p.add_argument("--modes", default=",".join(m.key for m in MODES if m.default),
+                   help="comma-separated modes (default: %(default)s; also: "
+                        + ", ".join(m.key for m in MODES if not m.default) + ")")
     p.add_argument("--runs", type=int, default=5, metavar="N",
                    help="timed runs per mode (default: %(default)s)")
     p.add_argument("--runs-for", action="append", default=[], metavar="PROGRAM=N",

@@ -56,6 +56,12 @@ class Context:
         self.native_backend, _ = snapshot_linker(
             args.dtlto_backend, os.path.join(args.out, "linker-snapshot"),
             name="dtlto-backend")
+        # The plugin host is found next to the linker (docs/plugins.md).
+        host = os.path.join(os.path.dirname(os.path.realpath(args.ld_lld)),
+                            "dtlto-plugin-host")
+        if os.path.exists(host):
+            snapshot_linker(host, os.path.join(args.out, "linker-snapshot"),
+                            name="dtlto-plugin-host")
         self.cache_root = os.path.join(args.cache, "thinlto-cache")
         self.program = None
 
@@ -221,7 +227,6 @@ class ProgramBench:
 
     def run(self):
         name = self.program.name
-        active = lambda: [m for m in self.modes if m.key not in self.failed]  # noqa: E731
         # Warm caches are filled by a link of their own, from scratch.
         for mode in self.modes:
             if mode.warm_cache:
@@ -344,8 +349,8 @@ class ProgramBench:
         summarised in the results."""
         out = self.result["probes"] = {}
         for i in range(self.args.probe_runs):
-            for mode in [m for m in self.modes
-                         if m.distributed and not m.warm_cache and m.key not in self.failed]:
+            for mode in [m for m in self.modes if m.distributed and not m.warm_cache
+                         and not m.plugin and m.key not in self.failed]:
                 path = os.path.join(self.logdir, f"{mode.key}-probe{i}.json")
                 timings = path + ".timings"
                 for stale in (path, timings):

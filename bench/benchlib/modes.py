@@ -16,6 +16,11 @@ class Mode:
     warm_cache: bool = False  # relinks against a ThinLTO cache warmed first
     trace: bool = True   # gets a separate --time-trace run for the phase split
     native: bool = False  # dtlto-backend is the remote compiler (batch workers)
+    # The distributor is this plugin (docs/plugins.md), not the script: jobs
+    # go memory to memory, no shard or object file is written, and there is
+    # no distributor process for probe.py to wrap (no probe links).
+    plugin: str = ""
+    default: bool = True  # run unless --modes names the modes
 
     def argv(self, ctx, base_args, probe=None):
         """The linker command: linker, recorded arguments, mode options.
@@ -24,7 +29,8 @@ class Mode:
         linker = ctx.ours_ld if self.linker == "ours" else ctx.stock_ld
         extra = [f"--thinlto-jobs={ctx.jobs}"]
         if self.distributed:
-            dist = ([ctx.python] if ctx.python else []) + [ctx.distributor]
+            dist = [self.plugin] if self.plugin else (
+                ([ctx.python] if ctx.python else []) + [ctx.distributor])
             dist += [f"--jobs={ctx.jobs}"]
             if probe:
                 wrapper, options = probe
@@ -49,6 +55,11 @@ MODES = [
          warm_cache=True),
     Mode("ours-native", "our ld.lld DTLTO + local.py, dtlto-backend batch workers",
          "ours", True, native=True),
+    # Opt-in (--modes ...,ours-plugin): the same dtlto-backend workers fed
+    # by the built-in local plugin; what bench/plugin.py compares on the
+    # real programs, here for bench/scale.py's sizes.
+    Mode("ours-plugin", "our ld.lld DTLTO + builtin:local plugin, dtlto-backend --memory",
+         "ours", True, native=True, plugin="builtin:local", default=False),
 ]
 
 # The reference every output is compared with, and the ratio denominators.

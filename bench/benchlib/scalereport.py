@@ -16,9 +16,9 @@ import re
 import statistics
 
 MIB = 1024 * 1024
-MODES = ["inproc", "stock", "ours", "ours-native"]
+MODES = ["inproc", "stock", "ours", "ours-native", "ours-plugin"]
 LABELS = {"inproc": "in-process", "stock": "stock DTLTO", "ours": "ours",
-          "ours-native": "ours, dtlto-backend"}
+          "ours-native": "ours, dtlto-backend", "ours-plugin": "ours, plugin"}
 
 
 def collect(out_dir):
@@ -196,7 +196,7 @@ def plot(table, path):
     import matplotlib.pyplot as plt
     by_name = {q[0]: q[3] for q in QUANTITIES}
     colors = {"inproc": "tab:blue", "stock": "tab:orange", "ours": "tab:green",
-              "ours-native": "tab:red"}
+              "ours-native": "tab:red", "ours-plugin": "tab:purple"}
     panels = [("wall (s)", by_name["wall"], MODES),
               ("linker outside the distributor, per job (ms)",
                lambda e, n: 1000 * _outside(e, n) / n if _outside(e, n) is not None
