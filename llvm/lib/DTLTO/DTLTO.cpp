@@ -12,12 +12,50 @@
 #include "dtlto/PreparedInputs.h"
 #include "dtlto/TempFiles.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/DTLTO/DTLTO.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TimeProfiler.h"
 
+#include <memory>
+#include <mutex>
+
 using namespace llvm;
 using namespace llvm::lto;
+
+// The module IDs of the inputs each DTLTO object was given so far, final
+// once addInput() returns. LLVM's header fixes the class's members, so they
+// live here, by object. Asking whether an ID is taken used to walk every
+// input: a link of n archive members cost n^2 (7.3 s of adding 30,000
+// inputs, 0.6 ms an input by the end).
+namespace {
+struct IDTable {
+  std::mutex Mu;
+  DenseMap<const DTLTO *, std::unique_ptr<StringSet<>>> ByLink;
+};
+} // namespace
+
+static IDTable &idTable() {
+  static IDTable Table;
+  return Table;
+}
+
+static StringSet<> &idsOf(const DTLTO *Link, bool FirstInput) {
+  IDTable &T = idTable();
+  std::lock_guard<std::mutex> Lock(T.Mu);
+  std::unique_ptr<StringSet<>> &IDs = T.ByLink[Link];
+  // A link at the address of one that ended without cleanup() starts afresh.
+  if (!IDs || FirstInput)
+    IDs = std::make_unique<StringSet<>>();
+  return *IDs;
+}
+
+static void forgetIDsOf(const DTLTO *Link) {
+  IDTable &T = idTable();
+  std::lock_guard<std::mutex> Lock(T.Mu);
+  T.ByLink.erase(Link);
+}
 
 Expected<std::shared_ptr<InputFile>>
 DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
@@ -34,12 +72,9 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
   C.InputNumber = InputFiles.size();
   C.LinkerNamesMembers = true;
   auto IsThin = [this](StringRef Archive) { return isThinArchive(Archive); };
-  auto IDTaken = [&](StringRef ID) {
-    return any_of(InputFiles, [&](const std::shared_ptr<InputFile> &Other) {
-      return Other != Input &&
-             Other->getPrimaryBitcodeModule().getModuleIdentifier() == ID;
-    });
-  };
+  // Another input's ID: those added before this one (their IDs are final).
+  StringSet<> &IDs = idsOf(this, /*FirstInput=*/InputFiles.size() == 1);
+  auto IDTaken = [&](StringRef ID) { return IDs.contains(ID); };
   C.IsThinArchive = IsThin;
   C.IDTaken = IDTaken;
   Expected<std::string> NewID = dtlto::prepareInput(*Input, C);
@@ -47,6 +82,7 @@ DTLTO::addInput(std::unique_ptr<InputFile> InputPtr) {
     return NewID.takeError();
   if (!NewID->empty())
     Input->getPrimaryBitcodeModule().setModuleIdentifier(Saver.save(*NewID));
+  IDs.insert(Input->getPrimaryBitcodeModule().getModuleIdentifier());
   return Input;
 }
 
@@ -68,5 +104,6 @@ Error DTLTO::serializeInputsForDistribution() { return Error::success(); }
 void DTLTO::cleanup() {
   TimeTraceScope Scope("Remove temporary inputs for DTLTO");
   InputFiles.clear();
+  forgetIDsOf(this);
   dtlto::forgetPreparedInputs();
 }
