@@ -76,23 +76,12 @@ def load_record(path):
 
 def job_cost(job, engine):
     """Seconds a worker is busy with job under engine's per-job costs."""
-    t = engine["queue"] + engine["start"] + 2 * engine["rtt"] + job["seconds"]
-    if engine["upload"]:
-        t += job["in"] / (engine["upload"] * 1e6)
-    if engine["download"]:
-        t += job["out"] / (engine["download"] * 1e6)
-    return t
+    before, after = farmsim.engine_costs(job, engine)
+    return before + job["seconds"] + after
 
 
 def order_jobs(jobs, order):
-    if order == "largest-first":
-        # Stable: equal sizes keep manifest order.
-        return sorted(jobs, key=lambda j: -j["in"])
-    if order == "longest-first":
-        # By the measured durations: what no distributor knows beforehand,
-        # the best a predictor of durations could do.
-        return sorted(jobs, key=lambda j: -j["seconds"])
-    return list(jobs)
+    return sorted(jobs, key=farmsim.order_key(order))
 
 
 def makespan(jobs, workers, engine, order):

@@ -37,7 +37,11 @@ POLICIES = ("oneshot", "stream", "local", "hedge")
 EPS = 1e-9   # seconds: events this close are simultaneous
 
 
-def _pick_key(order):
+def order_key(order):
+    """The sort key of a farm's order: manifest order, largest first by the
+    bytes a job reads (what a distributor knows), or longest first by the
+    measured durations (what no distributor knows beforehand: the best a
+    predictor of durations could do); ties keep manifest order."""
     if order == "manifest":
         return lambda j: j["index"]
     if order == "longest-first":
@@ -45,13 +49,26 @@ def _pick_key(order):
     return lambda j: (-j["in"], j["index"])
 
 
-class _Copy:
-    __slots__ = ("job", "where", "phases", "phase", "start", "cpu_start", "alive", "seq")
+def engine_costs(job, engine):
+    """(seconds before the compile, seconds after it) a farm job pays the
+    engine: queue, start, a round trip and the upload; a round trip and the
+    download."""
+    before = engine["queue"] + engine["start"] + engine["rtt"]
+    if engine["upload"]:
+        before += job["in"] / (engine["upload"] * 1e6)
+    after = engine["rtt"]
+    if engine["download"]:
+        after += job["out"] / (engine["download"] * 1e6)
+    return before, after
 
-    def __init__(self, job, where, phases, start, seq):
+
+class _Copy:
+    __slots__ = ("job", "where", "phases", "phase", "start", "cpu_start", "alive")
+
+    def __init__(self, job, where, phases, start):
         self.job, self.where, self.phases = job, where, phases
         self.phase, self.start, self.cpu_start = -1, start, start
-        self.alive, self.seq = True, seq
+        self.alive = True
 
 
 def simulate(jobs, workers, policy, engine, *, order="largest-first", slow=(),
@@ -79,19 +96,14 @@ def simulate(jobs, workers, policy, engine, *, order="largest-first", slow=(),
     slow = set(slow)
 
     def farm_phases(job, w):
-        before = engine["queue"] + engine["start"] + engine["rtt"]
-        if engine["upload"]:
-            before += job["in"] / (engine["upload"] * 1e6)
-        tail = engine["rtt"]
-        if engine["download"]:
-            tail += job["out"] / (engine["download"] * 1e6)
+        before, tail = engine_costs(job, engine)
         phases = [("wait", before), ("cpu", job["seconds"])]
         if w in slow and slow_factor > 1:
             phases.append(("sleep", slow_factor - 1))  # times the compile's wall
         phases.append(("wait", tail))
         return phases
 
-    key = _pick_key(order)
+    key = order_key(order)
     farm_queue, small_queue = [], []      # waiting jobs, for the farm and the slots
     started = [False] * n                 # by the farm or a slot
     done_at = [None] * n
@@ -123,10 +135,8 @@ def simulate(jobs, workers, policy, engine, *, order="largest-first", slow=(),
             heapq.heappush(waits, (t + amount, seq, c))
 
     def launch(job, where):
-        nonlocal seq
-        seq += 1
         phases = farm_phases(job, where[1]) if where[0] == "farm" else [("cpu", job["seconds"])]
-        c = _Copy(job, where, phases, t, seq)
+        c = _Copy(job, where, phases, t)
         i = job["index"]
         copies[i].append(c)
         if where[0] == "farm":
