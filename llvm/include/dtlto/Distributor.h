@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dtlto {
 
@@ -86,8 +87,10 @@ public:
 
   /// Streaming: one line on the job channel (the newline is added). The
   /// channel stays open until the distributor exits: cancels may follow
-  /// the end of the jobs.
-  void send(std::string Line);
+  /// the end of the jobs. Body (the plugin host's bytes after a line, then
+  /// a newline) is sent from where it is, not copied: its memory must stay
+  /// until this object is destroyed.
+  void send(std::string Line, std::vector<llvm::StringRef> Body = {});
 
   bool exited() const;
   /// Once exited(): success for exit status 0, else what went wrong.

@@ -67,10 +67,11 @@ std::string linkFrame(llvm::StringRef LinkerOutput, llvm::StringRef Triple,
                       llvm::ArrayRef<std::string> NativeFiles,
                       llvm::StringRef Config);
 
-/// A job record with "sizes", followed by the bytes of each input in the
-/// order of its "inputs" (Contents has them in that order).
-std::string jobFrame(uint64_t Id, const Job &J,
-                     llvm::ArrayRef<llvm::StringRef> Contents);
+/// A job record with "sizes": the line that the bytes of each input follow,
+/// in the order of its "inputs" (Contents has them in that order; the
+/// caller sends them after it, DistributorProcess::send's Body).
+std::string jobFrameLine(uint64_t Id, const Job &J,
+                         llvm::ArrayRef<llvm::StringRef> Contents);
 
 } // namespace dtlto
 

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
@@ -39,6 +40,7 @@
 #include <pthread.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <thread>
 #include <time.h>
@@ -275,7 +277,12 @@ struct DistributorProcess::Impl {
 
   mutable std::mutex Mu;
   std::condition_variable Changed;
-  std::deque<std::string> Outbox; // job lines not written yet
+  /// A line of the job channel not written yet, and the bytes after it.
+  struct Outgoing {
+    std::string Line;
+    std::vector<StringRef> Body;
+  };
+  std::deque<Outgoing> Outbox;
   bool OutboxClosed = false;
   bool Stopping = false;
   bool Exited = false;
@@ -361,33 +368,62 @@ void DistributorProcess::Impl::readEventLines() {
     OnEvent(Pending, "");
 }
 
+// Writes every byte Iov names, false once the other end is gone. A job's
+// bitcode goes from the engine's buffers to the socket: a plugin's frames
+// are not copied on the way (a CPython link hands over hundreds of MB).
+static bool sendAll(int Fd, MutableArrayRef<iovec> Iov) {
+  size_t I = 0;
+  while (I < Iov.size()) {
+    msghdr M = {};
+    M.msg_iov = &Iov[I];
+    M.msg_iovlen = std::min<size_t>(Iov.size() - I, IOV_MAX);
+    ssize_t N = ::sendmsg(Fd, &M, MSG_NOSIGNAL);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N <= 0)
+      return false;
+    // Past what was written, in the middle of a piece maybe.
+    for (size_t Left = N; Left;) {
+      size_t Take = std::min(Left, Iov[I].iov_len);
+      Iov[I].iov_base = static_cast<char *>(Iov[I].iov_base) + Take;
+      Iov[I].iov_len -= Take;
+      Left -= Take;
+      if (!Iov[I].iov_len)
+        ++I;
+    }
+  }
+  return true;
+}
+
 // The job channel is a socket pair, not a pipe: a write after the
 // distributor is gone is an error (MSG_NOSIGNAL), not a SIGPIPE that would
 // kill the linker.
 void DistributorProcess::Impl::writeJobs() {
   for (;;) {
-    std::string Line;
+    Outgoing Msg;
     {
       std::unique_lock<std::mutex> Lock(Mu);
       Changed.wait(Lock, [&] { return !Outbox.empty() || OutboxClosed; });
       if (Outbox.empty())
         break;
-      Line = std::move(Outbox.front());
+      Msg = std::move(Outbox.front());
       Outbox.pop_front();
     }
-    for (size_t Off = 0; Off < Line.size();) {
-      ssize_t N =
-          ::send(JobWrite, Line.data() + Off, Line.size() - Off, MSG_NOSIGNAL);
-      if (N < 0 && errno == EINTR)
-        continue;
-      if (N <= 0) {
-        // The distributor closed its end: it takes no more jobs.
-        std::lock_guard<std::mutex> Lock(Mu);
-        Outbox.clear();
-        OutboxClosed = true;
-        break;
-      }
-      Off += N;
+    std::vector<iovec> Iov;
+    auto Add = [&](StringRef Bytes) {
+      if (!Bytes.empty())
+        Iov.push_back({const_cast<char *>(Bytes.data()), Bytes.size()});
+    };
+    Add(Msg.Line);
+    for (StringRef Bytes : Msg.Body)
+      Add(Bytes);
+    if (!Msg.Body.empty())
+      Add("\n");
+    if (!sendAll(JobWrite, Iov)) {
+      // The distributor closed its end: it takes no more jobs.
+      std::lock_guard<std::mutex> Lock(Mu);
+      Outbox.clear();
+      OutboxClosed = true;
     }
   }
   ::shutdown(JobWrite, SHUT_WR);
@@ -660,13 +696,13 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
       new DistributorProcess(std::move(I)));
 }
 
-void DistributorProcess::send(std::string Line) {
+void DistributorProcess::send(std::string Line, std::vector<StringRef> Body) {
   Line += '\n';
   {
     std::lock_guard<std::mutex> Lock(I->Mu);
     if (I->OutboxClosed)
       return;
-    I->Outbox.push_back(std::move(Line));
+    I->Outbox.push_back({std::move(Line), std::move(Body)});
   }
   I->Changed.notify_all();
 }

@@ -165,11 +165,9 @@ std::string linkFrame(StringRef LinkerOutput, StringRef Triple,
   return Frame;
 }
 
-std::string jobFrame(uint64_t Id, const Job &Jb, ArrayRef<StringRef> Contents) {
-  std::string Frame = jobRecord(Id, Jb, &Contents) + "\n";
-  for (StringRef C : Contents)
-    Frame += C;
-  return Frame;
+std::string jobFrameLine(uint64_t Id, const Job &Jb,
+                         ArrayRef<StringRef> Contents) {
+  return jobRecord(Id, Jb, &Contents);
 }
 
 } // namespace dtlto

@@ -297,6 +297,10 @@ private:
   std::condition_variable Changed;
   bool Streaming = false;
   std::mutex FarmStartMu; // held while the streaming farm is being started
+  // With a plugin: module files mapped for their bytes, once each. Before
+  // Farm: its job channel sends from them.
+  std::mutex MappedMu;
+  StringMap<std::unique_ptr<MemoryBuffer>> Mapped;
   std::unique_ptr<DistributorProcess> Farm;
   std::optional<std::string> FarmStartFailure;
   bool FarmExited = false;
@@ -321,9 +325,6 @@ private:
   size_t HedgeRateSamples = 0;     // ...when it had this many
   std::string EventChannelProblem;    // the first bad line, for one warning
   size_t EventsSeen = 0;
-  // With a plugin: module files mapped for their bytes, once each.
-  std::mutex MappedMu;
-  StringMap<std::unique_ptr<MemoryBuffer>> Mapped;
   std::mutex CopiesMu; // streaming: held while a job's copies are written
   StringSet<> CopiesWritten;
 };
@@ -998,11 +999,13 @@ void OutOfProcessBackend::handOver(JobState &State) {
     Farm->send(jobRecordLine(State.Id, State.J));
     return;
   }
-  // A frame copies the job's bitcode: not while events wait for Mu. No
-  // event can name the job before it is sent, and Farm stays until every
-  // job is handed over.
+  // Not while events wait for Mu. No event can name the job before it is
+  // sent, and Farm stays until every job is handed over. The bytes go from
+  // where they are (the linker's buffers, the mapped files, the shard),
+  // which outlive Farm.
   Lock.unlock();
-  Farm->send(jobFrame(State.Id, State.J, Contents));
+  std::string Line = jobFrameLine(State.Id, State.J, Contents);
+  Farm->send(std::move(Line), std::move(Contents));
 }
 
 // One line of the event channel, on the distributor's reader thread.
