@@ -392,7 +392,7 @@ class Main:
 
     def started(self, plan, ep, attempt: int) -> None:
         """An attempt went to an endpoint (a job thread)."""
-        self.reporter.events.started(plan.job.index, worker=ep.name, attempt=attempt)
+        self.reporter.started(plan.job, worker=ep.name, attempt=attempt)
 
     def retrying(self, plan, error, attempt: int, ep) -> None:
         """An attempt failed and the job runs again (a job thread)."""

@@ -138,12 +138,16 @@ class Reporter:
                    verbose=args.verbose, timings=getattr(args, "timings", None),
                    **kwargs)
 
-    def started(self, job, argv, worker: str | None = None) -> None:
+    def started(self, job, argv=None, worker: str | None = None,
+                attempt: int | None = None) -> None:
+        """A job (an attempt of it) began; argv, when there is one, is
+        what runs it. --timings keep the first start of each job."""
         self._began[job.index] = time.monotonic()
         if self.timings_path:
             self.times.setdefault(job.index, [self.elapsed(), None, ""])
-        self.events.started(job.index, worker=worker or self.worker)
-        self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
+        self.events.started(job.index, worker=worker or self.worker, attempt=attempt)
+        if argv is not None:
+            self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
 
     def _ran_for(self, job) -> float | None:
         began = self._began.pop(job.index, None)
