@@ -49,14 +49,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import farmsim  # noqa: E402
 
 ENGINES = {
-    # Per-job costs in seconds and MB/s. "local" is this machine's
+    # Per-job costs in seconds and MB/s (0: none). "local" is this machine's
     # local.py (the record's durations already hold its costs). The others
-    # are starting points for a farm on a LAN, to be replaced by
-    # --queue/--start/--rtt/--upload/--download measured on the real one.
+    # are each engine's cost per job on this machine, measured against
+    # local.py by bench/engine-costs.py (2026-12-02, gen30, clang jobs, 2 at
+    # a time, the farms of the tests on veth links, engine at 865c01a): the
+    # whole difference, upload and round trips included, as "start". A farm
+    # on a LAN has its own: give --queue/--start/--rtt/--upload/--download
+    # measured there.
     "local": dict(queue=0.0, start=0.0, rtt=0.0, upload=0.0, download=0.0),
-    "ssh": dict(queue=0.0, start=0.02, rtt=0.001, upload=100.0, download=100.0),
-    "reapi": dict(queue=0.005, start=0.03, rtt=0.001, upload=100.0, download=100.0),
-    "slurm": dict(queue=0.2, start=0.3, rtt=0.001, upload=100.0, download=100.0),
+    "ssh": dict(queue=0.0, start=0.430, rtt=0.0, upload=0.0, download=0.0),
+    "reapi": dict(queue=0.0, start=0.024, rtt=0.0, upload=0.0, download=0.0),
+    "slurm": dict(queue=0.0, start=0.457, rtt=0.0, upload=0.0, download=0.0),
+    "distcc": dict(queue=0.0, start=0.028, rtt=0.0, upload=0.0, download=0.0),
+    "icecream": dict(queue=0.0, start=0.034, rtt=0.0, upload=0.0, download=0.0),
 }
 ORDERS = ("manifest", "largest-first", "longest-first")
 
