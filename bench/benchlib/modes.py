@@ -11,6 +11,7 @@ from dataclasses import dataclass
 class Mode:
     key: str             # short name used in --modes, JSON and tables
     label: str           # what the table says
+    short: str           # what the scale report's tables and plot say
     linker: str          # "stock" (LLVM 22's ld.lld) or "ours"
     distributed: bool    # runs backend jobs through the distributor
     warm_cache: bool = False  # relinks against a ThinLTO cache warmed first
@@ -47,19 +48,19 @@ class Mode:
 MODES = [
     # Not traced: a traced in-process link is much slower (CPython 45 s ->
     # 69 s) and has no DTLTO phases to split.
-    Mode("inproc", "in-process ThinLTO (stock ld.lld-22)", "stock", False,
+    Mode("inproc", "in-process ThinLTO (stock ld.lld-22)", "in-process", "stock", False,
          trace=False),
-    Mode("stock", "stock ld.lld-22 DTLTO + local.py", "stock", True),
-    Mode("ours", "our ld.lld DTLTO + local.py", "ours", True),
-    Mode("ours-cache", "our ld.lld DTLTO, warm ThinLTO cache", "ours", True,
+    Mode("stock", "stock ld.lld-22 DTLTO + local.py", "stock DTLTO", "stock", True),
+    Mode("ours", "our ld.lld DTLTO + local.py", "ours", "ours", True),
+    Mode("ours-cache", "our ld.lld DTLTO, warm ThinLTO cache", "ours, warm cache", "ours", True,
          warm_cache=True),
     Mode("ours-native", "our ld.lld DTLTO + local.py, dtlto-backend batch workers",
-         "ours", True, native=True),
+         "ours, dtlto-backend", "ours", True, native=True),
     # Opt-in (--modes ...,ours-plugin): the same dtlto-backend workers fed
     # by the built-in local plugin; what bench/plugin.py compares on the
     # real programs, here for bench/scale.py's sizes.
     Mode("ours-plugin", "our ld.lld DTLTO + builtin:local plugin, dtlto-backend --memory",
-         "ours", True, native=True, plugin="builtin:local", default=False),
+         "ours, plugin", "ours", True, native=True, plugin="builtin:local", default=False),
 ]
 
 # The reference every output is compared with, and the ratio denominators.

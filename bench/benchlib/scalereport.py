@@ -15,10 +15,13 @@ import os
 import re
 import statistics
 
+from .modes import MODES as ALL_MODES
+
 MIB = 1024 * 1024
-MODES = ["inproc", "stock", "ours", "ours-native", "ours-plugin"]
-LABELS = {"inproc": "in-process", "stock": "stock DTLTO", "ours": "ours",
-          "ours-native": "ours, dtlto-backend", "ours-plugin": "ours, plugin"}
+# The harness's modes, in its order (benchlib/modes.py); a mode a size was
+# not run in is left out of its rows.
+MODES = [m.key for m in ALL_MODES]
+LABELS = {m.key: m.short for m in ALL_MODES}
 
 
 def collect(out_dir):
@@ -210,7 +213,7 @@ def plot(table, path):
             pts = _series(table, mode, fn)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                        label=LABELS[mode], color=colors[mode])
+                        label=LABELS[mode], color=colors.get(mode))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(title)

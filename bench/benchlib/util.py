@@ -28,7 +28,6 @@ def log(msg):
 def run(argv, cwd=None, env=None, logfile=None, check=True, capture=False,
         timeout=None, stdin=subprocess.DEVNULL):
     """Run argv; on failure raise BenchError naming the command and the log."""
-    out = None
     if logfile:
         with open(logfile, "a") as f:
             f.write(f"\n$ (cd {cwd or os.getcwd()} && {' '.join(argv)})\n")
@@ -40,7 +39,6 @@ def run(argv, cwd=None, env=None, logfile=None, check=True, capture=False,
         proc = subprocess.run(argv, cwd=cwd, env=env, stdin=stdin,
                               capture_output=capture, text=capture,
                               timeout=timeout)
-        out = proc.stdout if capture else None
     if check and proc.returncode != 0:
         where = f"; see {logfile}" if logfile else ""
         detail = ""
@@ -48,4 +46,4 @@ def run(argv, cwd=None, env=None, logfile=None, check=True, capture=False,
             detail = ": " + proc.stderr.strip().splitlines()[-1]
         raise BenchError(f"'{' '.join(argv[:4])}{' ...' if len(argv) > 4 else ''}' "
                          f"failed with exit code {proc.returncode}{detail}{where}")
-    return proc if not capture else proc
+    return proc
