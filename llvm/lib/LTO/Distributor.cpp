@@ -30,6 +30,7 @@
 #include <climits>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <dlfcn.h>
@@ -628,6 +629,21 @@ static void noteInProcessCrash(void *) {
     (void)!write(2, InProcessNote, strlen(InProcessNote));
 }
 
+// A plugin in the linker that calls exit() would end the link with its
+// status, 0 included, and no output: a build that goes on as if it had
+// linked. While the engine waits on a plugin in the linker, an exit is
+// that, so it becomes a failure. (_exit, which runs no handler, cannot be
+// caught: docs/plugins.md says so.)
+static char InPluginExitNote[1024];
+static std::atomic<int> LinksWaitingOnPlugin{0};
+
+static void exitWhileInPlugin() {
+  if (LinksWaitingOnPlugin.load() > 0) {
+    (void)!write(2, InPluginExitNote, strlen(InPluginExitNote));
+    _exit(1);
+  }
+}
+
 static void registerCrashNote(StringRef Name) {
   static std::once_flag Once;
   std::call_once(Once, [&] {
@@ -636,7 +652,15 @@ static void registerCrashNote(StringRef Name) {
              "(-dtlto-plugin-in-process); without that setting it runs in "
              "dtlto-plugin-host, and a crash there costs time, not the link\n",
              int(std::min<size_t>(Name.size(), 800)), Name.data());
+    snprintf(InPluginExitNote, sizeof(InPluginExitNote),
+             "dtlto: error: %.*s called exit() inside the linker "
+             "(-dtlto-plugin-in-process) before the link was done; the link "
+             "failed and wrote no output (without that setting the plugin "
+             "runs in dtlto-plugin-host, whose exit costs time, not the "
+             "link)\n",
+             int(std::min<size_t>(Name.size(), 800)), Name.data());
     sys::AddSignalHandler(noteInProcessCrash, nullptr);
+    std::atexit(exitWhileInPlugin);
   });
 }
 
@@ -671,6 +695,7 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
   I->JobWrite = Pair[0];
   registerCrashNote(Name);
   ++InProcessRuns;
+  ++LinksWaitingOnPlugin;
   // The runner owns its ends. SIGPIPE is blocked on it and on the threads
   // the plugin starts from it: a write to a channel we closed fails there,
   // and does not kill the linker.
@@ -783,6 +808,8 @@ std::optional<int> DistributorProcess::exitSignal() {
 DistributorProcess::~DistributorProcess() {
   stop();
   I->Waiter.join();
+  if (I->InProcess)
+    --LinksWaitingOnPlugin; // what it does from now on is not the link's
   if (I->Writer.joinable()) {
     {
       std::lock_guard<std::mutex> Lock(I->Mu);

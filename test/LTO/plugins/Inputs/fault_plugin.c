@@ -5,7 +5,8 @@
  *   fail    fails every job, without retry
  *   bad     returns an object that is no object
  *   refuse  refuses the link in open
- *   exit    exits the process (status 0) on the first job
+ *   exit    exits the process (status 0) on the first job, with _exit
+ *   atexit  the same with exit(0), which runs the process's exit handlers
  *   hold    accepts every job and runs none; answers each cancel with
  *           cancelled, and says so on stderr
  *   whoami  says in open which process runs it (/proc/self/comm: the
@@ -62,6 +63,8 @@ static int fault_submit(void *s, const dtlto_job *job) {
       pause();
   if (!strcmp(mode, "exit"))
     _exit(0);
+  if (!strcmp(mode, "atexit"))
+    exit(0);
   if (!strcmp(mode, "hold")) {
     engine->accepted(engine->ctx, job->id);
     return 0;
