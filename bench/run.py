@@ -53,6 +53,13 @@ def parse_args(argv):
     p.add_argument("--out", metavar="DIR",
                    help="where results.json, results.md, logs and traces go "
                         "(default: CACHE/results)")
+    p.add_argument("--link-dir", metavar="DIR",
+                   help="where the links write their outputs, and so every "
+                        "file the engines write beside them (shards, objects, "
+                        "member copies), one subdirectory per program; "
+                        "default: the program's tree. A tmpfs here "
+                        "(/dev/shm/...) measures the engines without the "
+                        "disk's file costs")
     p.add_argument("--cache", metavar="DIR",
                    default=os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"),
                    help="where sources are downloaded and programs built "

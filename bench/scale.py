@@ -142,6 +142,8 @@ def cmd_run(args):
                     "--stock-ld-lld", args.stock_ld_lld,
                     "--gen-seed", str(args.gen_seed), "--gen-scale", str(args.gen_scale),
                     "--gen-module-scale", str(args.gen_module_scale)]
+            if args.link_dir:
+                argv += ["--link-dir", args.link_dir]
             if args.ld_lld:
                 argv += ["--ld-lld", args.ld_lld]
             if args.dtlto_backend:
@@ -219,6 +221,9 @@ def parse_args(argv):
                         "runs check every output anyway)")
     r.add_argument("--again", action="store_true",
                    help="run sizes whose results are already there again")
+    r.add_argument("--link-dir", metavar="DIR",
+                   help="bench/run.py --link-dir: where the links write (a tmpfs "
+                        "measures the engines without the disk's file costs)")
     r.add_argument("--ld-lld", help="our linker (bench/run.py's default)")
     r.add_argument("--dtlto-backend", help="our backend (bench/run.py's default)")
     for q in (r, sub.add_parser("report", help="the scale table and plot of a run's "

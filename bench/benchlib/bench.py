@@ -111,18 +111,26 @@ class ProgramBench:
         self.base = list(build["args"])
         self.oi = _output_arg(self.base)
         self.orig_out = self.base[self.oi]
+        # The outputs' directory: the tree, or --link-dir's own for the
+        # program (the engines write their files beside the output).
+        self.out_base = os.path.join(self.cwd, self.orig_out)
+        if getattr(args, "link_dir", None):
+            outdir = os.path.join(os.path.abspath(args.link_dir), build["program"])
+            os.makedirs(outdir, exist_ok=True)
+            self.out_base = os.path.join(outdir, os.path.basename(self.orig_out))
         self.logdir = os.path.join(args.out, "logs", build["program"])
         os.makedirs(self.logdir, exist_ok=True)
         self.result = {k: build[k] for k in ("program", "package", "version", "cwd",
                                              "build_seconds")}
         self.result["link_args"] = self.base
+        self.result["link_dir"] = os.path.dirname(self.out_base)
         self.result["runs"] = []
         self.result["modes"] = {m.key: {"label": m.label, "status": "ok",
                                         "checked": {}} for m in modes}
         self.failed = set()
 
     def output(self, mode):
-        return os.path.join(self.cwd, self.orig_out + ".bench-" + mode.key)
+        return self.out_base + ".bench-" + mode.key
 
     def argv(self, mode, extra=(), probe=None):
         args = list(self.base)
