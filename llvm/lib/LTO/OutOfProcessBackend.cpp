@@ -1437,9 +1437,13 @@ Error OutOfProcessBackend::runJobs() {
     LocalPool->wait();
   // A streaming distributor that reported nothing and left no object may
   // not speak the protocol at all (it got a manifest without jobs): one
-  // warning says so, rather than one per job.
+  // warning says so, rather than one per job. Not when the linker's slots
+  // did every job it was sent: a farm slow to answer (a loaded machine)
+  // owes nothing then.
   bool Unheard = !Failed && Streaming && !Plugin && !EventsSeen &&
-                 !Handed.empty() && none_of(Pending, [](const JobState *S) {
+                 any_of(Handed,
+                        [](const JobState *S) { return !S->finished(); }) &&
+                 none_of(Pending, [](const JobState *S) {
                    return S->From == Source::Farm;
                  });
   std::string UnheardWhy;

@@ -3,7 +3,7 @@ the engine's tests (dtltodist has its own implementation; this one is kept
 independent of it, and small).
 
   streamdist.py [--log FILE] [--hold TEXT]... [--fail TEXT]... [--bad-line]
-                [--exit-after N] [--ignore-cancels] MANIFEST
+                [--exit-after N] [--ignore-cancels] [--silent] MANIFEST
 
 dtlto-stream-protocol: 1   (this line makes the engine stream to it)
 
@@ -16,6 +16,8 @@ never run: they finish only when cancelled. Jobs matching --fail are
 reported failed (retry false) and write nothing. --bad-line writes a line
 that is no event first; --exit-after N exits 3 after N jobs have finished;
 --ignore-cancels logs cancels and does nothing else (held jobs stay held).
+--silent writes no event at all (a farm slow to answer: held jobs then
+end only by their cancels, and it exits once all are cancelled).
 """
 import argparse
 import json
@@ -33,6 +35,7 @@ p.add_argument("--fail", action="append", default=[])
 p.add_argument("--bad-line", action="store_true")
 p.add_argument("--ignore-cancels", action="store_true")
 p.add_argument("--exit-after", type=int)
+p.add_argument("--silent", action="store_true")
 p.add_argument("manifest")
 a = p.parse_args()
 
@@ -52,6 +55,8 @@ jobs_fd = os.environ.get("DTLTO_JOBS_FD")
 
 
 def event(job_id, what, **more):
+    if a.silent:
+        return
     events.write(json.dumps(dict(id=job_id, event=what, t=time.time(), **more)) + "\n")
 
 
