@@ -69,9 +69,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True
+from benchlib import generate  # noqa: E402
+from benchlib.programs import BUILD_STAMP  # noqa: E402
+
 PROBE = os.path.join(HERE, "benchlib", "probe.py")
 TESTS = os.path.join(ROOT, "test", "distributors")
-DEFAULT_TREE = "/var/cache/dtlto-bench/generated/gen30-0d569428ac4a"
+DEFAULT_MODULES = 30  # the generated program linked when --tree is not given
 ENGINES = ("local", "ssh", "reapi", "slurm", "slurm-shared", "distcc", "icecream")
 SERVER_VERB = "_serve"  # the server inside a harness (not for users)
 POLL = 0.05
@@ -408,13 +413,23 @@ class Farm:
 
 # --- links -----------------------------------------------------------------
 
+def default_tree(clang):
+    """Where bench/run.py keeps the default generated program: its key is
+    the generator's own (generate.Spec.key), so it follows the generator."""
+    version = subprocess.run([clang, "--version"], capture_output=True,
+                             text=True).stdout.splitlines()[0]
+    cache = os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench")
+    key = generate.Spec(DEFAULT_MODULES).key(version)
+    return os.path.join(cache, "generated", f"gen{DEFAULT_MODULES}-{key}")
+
+
 def linker_args(tree):
-    meta = read_json(os.path.join(tree, "dtlto-bench-build.json"))
+    meta = read_json(os.path.join(tree, BUILD_STAMP))
     if not meta or "args" not in meta:
-        fail(f"{tree}/dtlto-bench-build.json has no linker arguments (\"args\")")
+        fail(f"{tree}/{BUILD_STAMP} has no linker arguments (\"args\")")
     args = list(meta["args"])
     if "-o" not in args[:-1]:
-        fail(f"{tree}/dtlto-bench-build.json: the linker arguments have no -o")
+        fail(f"{tree}/{BUILD_STAMP}: the linker arguments have no -o")
     return args
 
 
@@ -607,9 +622,11 @@ def parse_args(argv):
     p.add_argument("--out", default="/tmp/engine-costs",
                    help="directory for the tree copy, records, logs and outputs "
                         "(default /tmp/engine-costs)")
-    p.add_argument("--tree", default=DEFAULT_TREE,
-                   help="a generated program's tree with dtlto-bench-build.json "
-                        f"(default {DEFAULT_TREE})")
+    p.add_argument("--tree",
+                   help=f"a generated program's tree with {BUILD_STAMP} (default: "
+                        f"gen{DEFAULT_MODULES}'s in $DTLTO_BENCH_CACHE or "
+                        f"/var/cache/dtlto-bench, as bench/run.py --programs "
+                        f"gen{DEFAULT_MODULES} --build-only makes it)")
     p.add_argument("--jobs", type=int, default=2,
                    help="jobs in flight for every engine (default 2, the cores)")
     p.add_argument("--ld-lld", default=os.path.join(ROOT, "build", "bin", "ld.lld"),
@@ -639,8 +656,13 @@ def parse_args(argv):
                        (args.python, "--python")):
         if not os.access(path, os.X_OK):
             p.error(f"{what} {path} is not an executable file")
-    if not os.path.isfile(os.path.join(args.tree, "dtlto-bench-build.json")):
-        p.error(f"--tree {args.tree} has no dtlto-bench-build.json (a generated program's tree)")
+    if args.tree is None:
+        args.tree = default_tree(args.clang)
+        if not os.path.isfile(os.path.join(args.tree, BUILD_STAMP)):
+            p.error(f"gen{DEFAULT_MODULES} is not built ({args.tree}): run bench/run.py "
+                    f"--programs gen{DEFAULT_MODULES} --build-only, or give --tree")
+    if not os.path.isfile(os.path.join(args.tree, BUILD_STAMP)):
+        p.error(f"--tree {args.tree} has no {BUILD_STAMP} (a generated program's tree)")
     args.out = os.path.abspath(args.out)
     args.build = os.path.abspath(args.build)
     return args
