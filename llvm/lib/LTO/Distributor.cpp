@@ -644,7 +644,8 @@ static void exitWhileInPlugin() {
   }
 }
 
-static void registerCrashNote(StringRef Name) {
+// The crash note and the exit guard of a plugin in the linker, set up once.
+static void registerInProcessNotes(StringRef Name) {
   static std::once_flag Once;
   std::call_once(Once, [&] {
     snprintf(InProcessNote, sizeof(InProcessNote),
@@ -693,7 +694,7 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
   }
   I->EventRead = EventPipe[0];
   I->JobWrite = Pair[0];
-  registerCrashNote(Name);
+  registerInProcessNotes(Name);
   ++InProcessRuns;
   ++LinksWaitingOnPlugin;
   // The runner owns its ends. SIGPIPE is blocked on it and on the threads
