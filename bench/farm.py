@@ -1,27 +1,36 @@
 #!/usr/bin/env python3
 """A farm emulated on this machine: DTLTO links of a benchmark program
-through ssh.py to sshd hosts in network namespaces of their own, behind
-netem delay and bandwidth limits, one host a straggler; the scheduling
-policies of the engine side by side.
+through a real engine's distributor to hosts in network namespaces of their
+own, behind delay and bandwidth limits, one host a straggler; the
+scheduling policies of the engine side by side.
 
-  bench/farm.py [--program lua] [--hosts 3] [--slots 1] [--delay-ms 5]
-                [--rate-mbit 100] [--straggler 4] [--runs 3]
+  bench/farm.py [--engine ssh|reapi] [--program lua] [--hosts 3] [--slots 1]
+                [--delay-ms 5] [--rate-mbit 100] [--straggler 4] [--runs 3]
                 [--modes oneshot,stream,local,hedge] [--out DIR]
 
-The hosts are test/distributors/ssh/Inputs/hosts.py's (a bridge, a veth per
-host, sshd per host; the build tree hidden from them, so every input and
-object travels through ssh). Every ssh connection goes through a relay that
-holds each chunk --delay-ms in each direction (benchlib/delayrelay.py: this
-machine's kernel has no netem), and the kernel's tbf limits the linker
-machine's downlink and uplink (--rate-mbit, shared by all hosts, as the
-linker's one network card is).
+Engines (each the farm its tests start, the build tree hidden from the
+hosts, so every input and object travels over the network):
+  ssh     distributors/ssh/ssh.py to sshd hosts h1..hN
+          (test/distributors/ssh/Inputs/hosts.py)
+  reapi   distributors/reapi/reapi.py to Bazel's remote workers w1..wN
+          (test/distributors/reapi/Inputs/fixture.py), each running --slots
+          actions at once, the action cache skipped (every link runs its
+          jobs); inputs are in the workers' CAS after the first link, as
+          for a relink, and objects come back through it.
+Every connection to a host goes through a relay that holds each chunk
+--delay-ms in each direction (benchlib/delayrelay.py: this machine's kernel
+has no netem): ssh's as its ProxyCommand, REAPI's as the endpoint the
+distributor is given. The kernel's tbf limits the linker machine's
+downlink and uplink (--rate-mbit, shared by all hosts, as the linker's one
+network card is).
 The last host is a straggler: its compiler is a wrapper that, after the
 compile, sleeps --straggler - 1 times as long as the compile took.
 
 Modes (alternating run by run):
   oneshot   the whole manifest once every shard is written (DTLTO_STREAM=0)
-  stream    each job as its shard is ready (ssh.py declares the protocol),
-            no local slot (DTLTO_LOCAL_JOBS=0: the engine's default is one)
+  stream    each job as its shard is ready (the distributor declares the
+            protocol), no local slot (DTLTO_LOCAL_JOBS=0: the engine's
+            default is one)
   local     streaming, and one job at a time in the linker
             (DTLTO_LOCAL_JOBS=1, DTLTO_HEDGE=0)
   hedge     as local, and stragglers hedged (DTLTO_HEDGE=3)
@@ -29,7 +38,8 @@ Modes (alternating run by run):
 Every output is compared with in-process ThinLTO's. The bound is what no
 farm can beat: the link before its first job is ready and after its last
 object arrived (benchlib/trace.py's phases of a oneshot link: all but its
-distributor phase), plus the longest job, compiled alone here. Results: DIR/farm.json and DIR/farm.md.
+distributor phase), plus the longest job, compiled alone here. Results:
+DIR/farm.json and DIR/farm.md (DIR/farm-reapi.* for --engine reapi).
 
 The machine's 2 cores are shared by every host: the farm's width is the
 cores, not the hosts; the network, the straggler and the policies are what
@@ -40,6 +50,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -54,8 +65,6 @@ from benchlib import prepare as prepare_mod  # noqa: E402
 from benchlib import probe  # noqa: E402
 from benchlib import trace  # noqa: E402
 
-HOSTS_PY = os.path.join(ROOT, "test", "distributors", "ssh", "Inputs", "hosts.py")
-SSH_PY = os.path.join(ROOT, "distributors", "ssh", "ssh.py")
 RELAY = os.path.join(HERE, "benchlib", "delayrelay.py")
 MODES = {
     "oneshot": {"DTLTO_STREAM": "0", "DTLTO_LOCAL_JOBS": "0"},
@@ -77,9 +86,104 @@ exit $rc
 """
 
 
+class Ssh:
+    """ssh.py to sshd hosts; the delay is each ssh connection's ProxyCommand."""
+    harness_py = os.path.join(ROOT, "test", "distributors", "ssh", "Inputs", "hosts.py")
+
+    def harness(self, cfg):
+        return [sys.executable, self.harness_py, "run", "--hosts", str(cfg["hosts"]),
+                "--hide", ROOT, "--hide", cfg["cache"], "--"]
+
+    def host(self, i):
+        return f"h{i}"
+
+    def state(self):
+        return os.environ["FARM_STATE"]
+
+    def distributor(self, cfg):
+        state = self.state()
+        remote = os.path.join(state, "remote")
+        os.mkdir(remote)
+        config = os.path.join(state, "ssh_config")
+        with open(config, "w") as f:
+            f.write(f"Host *\n  ProxyCommand {sys.executable} {RELAY} %h %p "
+                    f"{cfg['delay_ms']}\n")
+        argv = [sys.executable, os.path.join(ROOT, "distributors", "ssh", "ssh.py"),
+                f"--ssh-config={config}", f"--identity={os.environ['FARM_KEY']}",
+                f"--known-hosts={os.environ['FARM_KNOWN_HOSTS']}",
+                "--strict-host-key-checking=yes", "--remote-python=/usr/bin/python3",
+                f"--remote-dir={remote}"]
+        return argv + [f"--host={os.environ[f'FARM_H{i}']}:{cfg['slots']}"
+                       for i in range(1, cfg["hosts"] + 1)]
+
+    def stop(self):
+        pass
+
+
+class Reapi:
+    """reapi.py to Bazel's remote workers; the delay is a listening relay in
+    front of each worker's endpoint."""
+    harness_py = os.path.join(ROOT, "test", "distributors", "reapi", "Inputs", "fixture.py")
+
+    def __init__(self):
+        self.relays = []
+
+    def harness(self, cfg):
+        # The worker's classes are cached in the build tree, as the tests do.
+        return [sys.executable, self.harness_py, "run", "--build-dir", cfg["build"],
+                "--hide", ROOT, "--hide", cfg["cache"],
+                "--record", os.path.join(cfg["work"], "reapi.record"),
+                "--workers", str(cfg["hosts"]), "--worker-jobs", str(cfg["slots"]), "--"]
+
+    def host(self, i):
+        return f"w{i}"
+
+    def state(self):
+        return os.environ["REAPI_STATE"]
+
+    def distributor(self, cfg):
+        # The fixture's network namespace is new: its loopback starts down.
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        endpoints = []
+        for i in range(1, cfg["hosts"] + 1):
+            host, port = os.environ[f"REAPI_W{i}"].split("://", 1)[1].rsplit(":", 1)
+            local = 18980 + i
+            self.relays.append(subprocess.Popen(
+                [sys.executable, RELAY, "--listen", str(local), host, port,
+                 str(cfg["delay_ms"])]))
+            wait_for_port(local)
+            endpoints.append(f"--endpoint=grpc://127.0.0.1:{local}")
+        # Debian's python3: the one with python3-grpcio.
+        return ["/usr/bin/python3", os.path.join(ROOT, "distributors", "reapi", "reapi.py"),
+                *endpoints, f"--jobs={cfg['hosts'] * cfg['slots']}", "--skip-cache-lookup",
+                f"--stubs-dir={os.path.join(cfg['build'], 'distributors', 'reapi', 'gen')}"]
+
+    def stop(self):
+        for r in self.relays:
+            r.kill()
+            r.wait()
+
+
+ENGINES = {"ssh": Ssh, "reapi": Reapi}
+
+
+def wait_for_port(port, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port)).close()
+            return
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"farm: the delay relay on port {port} did not start")
+            time.sleep(0.05)
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--engine", choices=sorted(ENGINES), default="ssh",
+                   help="the farm's engine (default: ssh)")
     p.add_argument("--program", default="lua", help="a benchmark program (default: lua)")
     p.add_argument("--hosts", type=int, default=3, help="farm hosts (default: 3)")
     p.add_argument("--slots", type=int, default=1, help="jobs at once per host (default: 1)")
@@ -152,43 +256,37 @@ def jobs_alone(manifest_path, cwd):
 
 
 def inside(cfg):
-    """In the farm's client namespace (hosts.py run): shape the network,
-    then link in every mode, alternating."""
+    """In the farm's client namespace (the engine's harness run): shape the
+    network, then link in every mode, alternating."""
+    engine = ENGINES[cfg["engine"]]()
     n = cfg["hosts"]
     # Bandwidth in the kernel: the linker's side of the bridge carries what
     # the hosts send it, shaped as one link; uploads leave through the
-    # veths, which share the uplink's rate.
+    # bridge's ports (a veth per host), which share the uplink's rate.
     def tbf(dev, mbit):
         subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
                         f"{mbit:.3f}mbit", "burst", "64kb", "latency", "2s"], check=True)
+    ports = [ln.split(":")[1].strip().split("@")[0] for ln in subprocess.run(
+        ["ip", "-o", "link", "show", "master", "br0"], capture_output=True, text=True,
+        check=True).stdout.splitlines()]
+    if len(ports) != n:
+        raise SystemExit(f"farm: {len(ports)} hosts on the bridge, not {n}: {ports}")
     tbf("br0", cfg["rate_mbit"])
-    for i in range(1, n + 1):
-        tbf(f"v{i}", cfg["rate_mbit"] / n)
-    state = os.environ["FARM_STATE"]
-    cc = os.path.join(state, "cc")
+    for port in ports:
+        tbf(port, cfg["rate_mbit"] / n)
+    cc = os.path.join(engine.state(), "cc")
     with open(cc, "w") as f:
-        f.write(STRAGGLER.format(clang=cfg["clang"], host=f"h{n}", factor=cfg["straggler"]))
+        f.write(STRAGGLER.format(clang=cfg["clang"], host=engine.host(n),
+                                 factor=cfg["straggler"]))
     os.chmod(cc, 0o755)
-    remote = os.path.join(state, "remote")
-    os.mkdir(remote)
-    # Delay in user space (no netem here): every ssh connection goes through
-    # the relay.
-    config = os.path.join(state, "ssh_config")
-    with open(config, "w") as f:
-        f.write(f"Host *\n  ProxyCommand {sys.executable} {RELAY} %h %p {cfg['delay_ms']}\n")
-    ssh = [f"--ssh-config={config}",
-           f"--identity={os.environ['FARM_KEY']}",
-           f"--known-hosts={os.environ['FARM_KNOWN_HOSTS']}",
-           "--strict-host-key-checking=yes", "--remote-python=/usr/bin/python3",
-           f"--remote-dir={remote}"]
-    ssh += [f"--host={os.environ[f'FARM_H{i}']}:{cfg['slots']}" for i in range(1, n + 1)]
     # The links' outputs, and so the member copies and shards beside them,
     # go below the link's directory under relative names: the hosts do not
     # have absolute paths of this machine (ssh.py refuses them).
     work = f".dtlto-farm-{os.getpid()}"
     os.mkdir(os.path.join(cfg["cwd"], work))
-    dist = [f"--thinlto-distributor={sys.executable}", f"--thinlto-distributor-arg={SSH_PY}"]
-    dist += [f"--thinlto-distributor-arg={a}" for a in ssh]
+    dist_argv = engine.distributor(cfg)
+    dist = [f"--thinlto-distributor={dist_argv[0]}"]
+    dist += [f"--thinlto-distributor-arg={a}" for a in dist_argv[1:]]
     dist += [f"--thinlto-remote-compiler={cc}", "--thinlto-jobs=2"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DTLTO_")}
     # A job the farm failed must fail the run: compiled in the linker, it
@@ -213,6 +311,7 @@ def inside(cfg):
     try:
         return measure(cfg, link, work)
     finally:
+        engine.stop()
         shutil.rmtree(os.path.join(cfg["cwd"], work), ignore_errors=True)
 
 
@@ -252,9 +351,11 @@ def measure(cfg, link, work):
 
 def markdown(cfg, res):
     lines = [f"`{' '.join(cfg['command'])}`", "",
-             f"{cfg['program']}: {res['jobs']} jobs on {cfg['hosts']} hosts x {cfg['slots']} "
+             f"{cfg['program']}: {res['jobs']} jobs through {cfg['engine']} on "
+             f"{cfg['hosts']} hosts x {cfg['slots']} "
              f"slot(s), {cfg['delay_ms']} ms each way, {cfg['rate_mbit']} Mbit/s at the "
-             f"linker, host h{cfg['hosts']} {cfg['straggler']}x slower. Bound "
+             f"linker, host {ENGINES[cfg['engine']]().host(cfg['hosts'])} {cfg['straggler']}x "
+             f"slower. Bound "
              f"{res['bound_s']:.2f} s = {res['before_s']:.2f} s before the first job + "
              f"{res['longest_job_s']:.2f} s longest job + {res['after_s']:.2f} s after the "
              f"last object. The jobs' work is {res['work_s']:.2f} s; on {res['width']} cores "
@@ -285,7 +386,8 @@ def main():
         with open(cfg["result"], "w") as f:
             json.dump(res, f, indent=1)
         return 0
-    info = prepare_mod.prepare(a.program, a.cache, {"clang": a.clang})
+    tools = prepare_mod.tools(a.clang, os.path.join(os.path.dirname(a.clang), "ld.lld"))
+    info = prepare_mod.prepare(a.program, a.cache, tools)
     out = a.out or os.path.join(a.cache, "results")
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="farm-", dir=a.cache)
@@ -293,25 +395,26 @@ def main():
         reference = os.path.join(work, "prog.inproc")
         subprocess.run([a.ld_lld] + with_output(info["args"], reference) + ["--thinlto-jobs=2"],
                        cwd=info["cwd"], check=True)
-        cfg = {"program": a.program, "hosts": a.hosts, "slots": a.slots,
+        cfg = {"engine": a.engine, "program": a.program, "hosts": a.hosts, "slots": a.slots,
                "delay_ms": a.delay_ms, "rate_mbit": a.rate_mbit, "straggler": a.straggler,
                "runs": a.runs, "modes": a.modes.split(","), "ld": os.path.abspath(a.ld_lld),
                "clang": a.clang, "args": info["args"], "cwd": info["cwd"],
-               "reference": reference, "work": work,
+               "reference": reference, "work": work, "cache": a.cache,
+               "build": os.path.dirname(os.path.dirname(os.path.abspath(a.ld_lld))),
                "result": os.path.join(work, "result.json"),
                "command": ["bench/farm.py"] + sys.argv[1:]}
         with open(os.path.join(work, "cfg.json"), "w") as f:
             json.dump(cfg, f)
-        subprocess.run([sys.executable, HOSTS_PY, "run", "--hosts", str(a.hosts),
-                        "--hide", ROOT, "--hide", a.cache, "--",
-                        sys.executable, os.path.abspath(__file__),
-                        "--inside", os.path.join(work, "cfg.json")], check=True)
+        subprocess.run(ENGINES[a.engine]().harness(cfg) + [
+            sys.executable, os.path.abspath(__file__),
+            "--inside", os.path.join(work, "cfg.json")], check=True)
         with open(cfg["result"]) as f:
             res = json.load(f)
-        with open(os.path.join(out, "farm.json"), "w") as f:
+        name = "farm" if a.engine == "ssh" else f"farm-{a.engine}"
+        with open(os.path.join(out, f"{name}.json"), "w") as f:
             json.dump({"config": cfg, "result": res}, f, indent=1)
         text = markdown(cfg, res)
-        with open(os.path.join(out, "farm.md"), "w") as f:
+        with open(os.path.join(out, f"{name}.md"), "w") as f:
             f.write(text)
         print(text)
     finally:

@@ -35,10 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-import run as bench_run  # noqa: E402
 from benchlib import BenchError  # noqa: E402
 from benchlib.measure import run_link  # noqa: E402
-from benchlib.prepare import prepare  # noqa: E402
+from benchlib.prepare import prepare, tools as build_tools  # noqa: E402
 from benchlib.programs import PROGRAMS  # noqa: E402
 from benchlib.util import clean_env, log  # noqa: E402
 
@@ -213,8 +212,7 @@ def main(argv=None):
     a.out = os.path.abspath(a.out or os.path.join(a.cache, "linkers", "out"))
     os.makedirs(a.out, exist_ok=True)
     try:
-        tools = bench_run.tools_of(argparse.Namespace(
-            clang=a.clang, stock_ld_lld=os.path.join(LLVM_BIN, "ld.lld")))
+        tools = build_tools(a.clang, os.path.join(LLVM_BIN, "ld.lld"))
         lua = prepare("lua", a.cache, tools)
         native = os.path.join(a.bin, "dtlto-backend")
         rows = []

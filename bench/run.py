@@ -19,7 +19,7 @@ sys.dont_write_bytecode = True  # keep the source tree clean
 from benchlib import BenchError  # noqa: E402
 from benchlib.generate import add_generator_options, generator_options  # noqa: E402
 from benchlib.modes import MODES  # noqa: E402
-from benchlib.prepare import install_packages, prepare  # noqa: E402
+from benchlib.prepare import install_packages, prepare, tools as build_tools  # noqa: E402
 from benchlib.programs import KNOWN, PROGRAMS, program  # noqa: E402
 from benchlib.util import log  # noqa: E402
 from benchlib.variants import VARIANTS  # noqa: E402
@@ -151,21 +151,6 @@ def parse_args(argv):
     return args
 
 
-def tools_of(args):
-    clang = os.path.realpath(args.clang)
-    bindir = os.path.dirname(clang)
-    tools = {"clang": args.clang, "clang++": os.path.join(bindir, "clang++"),
-             "llvm-ar": os.path.join(bindir, "llvm-ar"),
-             "llvm-ar-path": os.path.join(bindir, "llvm-ar"),
-             "llvm-ranlib": os.path.join(bindir, "llvm-ranlib"),
-             "stock-ld": os.path.realpath(args.stock_ld_lld)}
-    for key, path in tools.items():
-        if not os.access(path.split()[0], os.X_OK):
-            raise BenchError(f"{path} is missing ({key}): install clang-22, "
-                             "lld-22 and llvm-22")
-    return tools
-
-
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -185,7 +170,7 @@ def main(argv=None):
     try:
         if args.install_deps:
             install_packages()
-        tools = tools_of(args)
+        tools = build_tools(args.clang, args.stock_ld_lld)
         builds = [prepare(name, args.cache, tools, generator_options(args))
                   for name in args.programs]
         if args.build_only:

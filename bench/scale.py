@@ -36,8 +36,8 @@ REAL = ["lua", "zstd", "redis", "python", "ninja"]
 
 
 def _tools(args):
-    import run
-    return run.tools_of(args)
+    from benchlib.prepare import tools
+    return tools(args.clang, args.stock_ld_lld)
 
 
 def cmd_census(args):

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -158,6 +159,44 @@ def test_relay():
     check(done.returncode == 0 and len(done.stdout) == len(payload)
           and sorted(done.stdout) == sorted(payload),
           "the delay relay passes every byte both ways and ends when both sides end")
+
+    # --listen, the REAPI endpoints' stand-in: the same, through a port of
+    # its own, for two connections in turn.
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    with socket.create_server(("127.0.0.1", 0)) as probe_port:
+        lport = probe_port.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, relay, "--listen", str(lport), "127.0.0.1",
+                             str(port), "2"])
+    try:
+        for n in range(2):
+            t = threading.Thread(target=echo, daemon=True)
+            t.start()
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    client = socket.create_connection(("127.0.0.1", lport))
+                    break
+                except ConnectionRefusedError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            got = bytearray()
+            with client:
+                sender = threading.Thread(
+                    target=lambda: (client.sendall(payload), client.shutdown(socket.SHUT_WR)),
+                    daemon=True)
+                sender.start()
+                while chunk := client.recv(65536):
+                    got += chunk
+                sender.join()
+            t.join(timeout=60)
+            check(len(got) == len(payload) and sorted(got) == sorted(payload),
+                  f"the listening relay passes every byte of connection {n + 1} both ways")
+    finally:
+        proc.kill()
+        proc.wait()
+        server.close()
 
 
 def main():

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Network delay for an ssh connection, as an ssh ProxyCommand.
+"""Network delay for a TCP connection.
 
   delayrelay.py HOST PORT DELAY_MS
+      As an ssh ProxyCommand: connects to HOST:PORT and relays stdin to it
+      and it to stdout.
+  delayrelay.py --listen LPORT HOST PORT DELAY_MS
+      As a server on 127.0.0.1:LPORT (a REAPI endpoint's stand-in): relays
+      every connection it accepts to HOST:PORT, until it is killed.
 
-Connects to HOST:PORT and relays stdin to it and it to stdout, holding every
-chunk DELAY_MS milliseconds in each direction before passing it on, as a
-link with that one-way latency would. bench/farm.py uses it because this
+Either way every chunk is held DELAY_MS milliseconds in each direction
+before it is passed on, as a link with that one-way latency would. bench/farm.py uses it because this
 machine's kernel has no netem queueing discipline (`tc qdisc ... netem`:
 "Specified qdisc kind is unknown"); bandwidth is limited in the kernel
 (tbf), where it is shared by every connection as a network card's is.
@@ -21,28 +25,36 @@ import time
 
 def pump(read, write, delay):
     """Copy chunks from read() to write(), each delay seconds after it was
-    read; b"" ends it."""
+    read; b"" (or a reset of the reading side) ends it. Once the writing
+    side is gone, what is still read is dropped, as a network would."""
     queue = collections.deque()
     ready = threading.Condition()
 
     def writer():
+        alive = True
         while True:
             with ready:
                 while not queue:
                     ready.wait()
                 due, chunk = queue.popleft()
             pause = due - time.monotonic()
-            if pause > 0:
+            if pause > 0 and alive:
                 time.sleep(pause)
+            try:
+                if alive:
+                    write(chunk)
+            except OSError:
+                alive = False
             if not chunk:
-                write(b"")
                 return
-            write(chunk)
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
     while True:
-        chunk = read()
+        try:
+            chunk = read()
+        except OSError:
+            chunk = b""
         with ready:
             queue.append((time.monotonic() + delay, chunk))
             ready.notify()
@@ -51,12 +63,10 @@ def pump(read, write, delay):
     t.join()
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    host, port, delay = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
-    sock = socket.create_connection((host, port))
+def relay(sock, read, write, delay):
+    """Both directions between sock and (read, write), each chunk delayed;
+    returns once sock's side has ended (the connection's other side is then
+    closed by the caller)."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def to_sock(chunk):
@@ -64,6 +74,40 @@ def main():
             sock.sendall(chunk)
         else:
             sock.shutdown(socket.SHUT_WR)
+
+    up = threading.Thread(target=pump, args=(read, to_sock, delay), daemon=True)
+    up.start()
+    pump(lambda: sock.recv(65536), write, delay)
+
+
+def serve(lport, host, port, delay):
+    server = socket.create_server(("127.0.0.1", lport))
+
+    def one(client):
+        with client, socket.create_connection((host, port)) as upstream:
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def to_client(chunk):
+                if chunk:
+                    client.sendall(chunk)
+                else:
+                    client.shutdown(socket.SHUT_WR)
+            relay(upstream, lambda: client.recv(65536), to_client, delay)
+
+    while True:
+        client, _ = server.accept()
+        threading.Thread(target=one, args=(client,), daemon=True).start()
+
+
+def main():
+    argv = sys.argv[1:]
+    if argv[:1] == ["--listen"] and len(argv) == 5:
+        serve(int(argv[1]), argv[2], int(argv[3]), float(argv[4]) / 1000)
+        return 0
+    if len(argv) != 3 or argv[0] in ("-h", "--help"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    host, port, delay = argv[0], int(argv[1]), float(argv[2]) / 1000
 
     def to_stdout(chunk):
         if chunk:
@@ -73,10 +117,8 @@ def main():
         else:
             os.close(1)
 
-    up = threading.Thread(target=pump, args=(lambda: os.read(0, 65536), to_sock, delay),
-                          daemon=True)
-    up.start()
-    pump(lambda: sock.recv(65536), to_stdout, delay)
+    with socket.create_connection((host, port)) as sock:
+        relay(sock, lambda: os.read(0, 65536), to_stdout, delay)
     return 0
 
 

@@ -19,6 +19,24 @@ BUILD_PACKAGES = ["build-essential", "cmake", "dpkg-dev", "libreadline-dev",
                   "zlib1g-dev", "liblzma-dev"]
 
 
+def tools(clang, stock_ld_lld):
+    """The compilers and archivers the builds use: clang and the LLVM tools
+    beside it (llvm-ar for the generated programs' archives), and stock
+    LLVM's ld.lld."""
+    clang_real = os.path.realpath(clang)
+    bindir = os.path.dirname(clang_real)
+    found = {"clang": clang, "clang++": os.path.join(bindir, "clang++"),
+             "llvm-ar": os.path.join(bindir, "llvm-ar"),
+             "llvm-ar-path": os.path.join(bindir, "llvm-ar"),
+             "llvm-ranlib": os.path.join(bindir, "llvm-ranlib"),
+             "stock-ld": os.path.realpath(stock_ld_lld)}
+    for key, path in found.items():
+        if not os.access(path.split()[0], os.X_OK):
+            raise BenchError(f"{path} is missing ({key}): install clang-22, "
+                             "lld-22 and llvm-22")
+    return found
+
+
 def install_packages():
     """apt-get install what the harness needs and is missing (root only)."""
     import subprocess

@@ -1,6 +1,7 @@
 """REAPI test fixture: Bazel's remote workers on hosts of their own.
 
-  fixture.py run --build-dir B --src-dir S --record R [--workers N] [--tls] -- CMD...
+  fixture.py run --build-dir B [--hide S]... --record R [--workers N]
+                 [--worker-jobs N] [--tls] -- CMD...
       Builds Bazel's RemoteWorker from Debian's bazel-bootstrap-source once
       (classes cached under B/distributors/reapi/worker), then:
         - moves itself into a new, private network namespace holding a
@@ -8,7 +9,7 @@
           is reachable from here, and nothing we create is visible outside;
         - starts N workers, each in its own network, mount, pid and UTS
           namespaces (hostname wI, address 10.231.0.(I+1), port 8980) with
-          B and S covered by an empty tmpfs, so files reach a worker only
+          B and every S covered by an empty tmpfs, so files reach a worker only
           through the REAPI;
         - runs CMD in that network with $REAPI_W1.. (endpoint URLs),
           $REAPI_STATE (a directory the workers can see too, for test
@@ -173,6 +174,8 @@ class Fixture:
                 f"-Djava.library.path={self.state}/lib/jni",
                 "-cp", f"{self.state}/lib/classes:{SERVER_JAR}", MAIN_CLASS,
                 f"--listen_port={PORT}", f"--cas_path={cas}"]
+        if args.worker_jobs:
+            java.append(f"--jobs={args.worker_jobs}")
         if not cache_only:
             work = os.path.join(wdir, "work")
             shutil.rmtree(work, ignore_errors=True)
@@ -489,6 +492,9 @@ def main() -> int:
                    help="another directory the workers must not see (repeatable)")
     r.add_argument("--record", required=True, help="JSON file for check-clean")
     r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--worker-jobs", type=int, metavar="N",
+                   help="actions each worker runs at once (its --jobs; default: its "
+                        "own, the machine's cores)")
     r.add_argument("--tls", action="store_true",
                    help="workers speak TLS only and require a client certificate "
                         "($REAPI_STATE/tls has ca.crt, client.crt, client.key, ...)")
