@@ -12,6 +12,7 @@
           B and every S covered by an empty tmpfs, so files reach a worker only
           through the REAPI;
         - runs CMD in that network with $REAPI_W1.. (endpoint URLs),
+          $REAPI_PID1.. (a process in each worker's namespaces),
           $REAPI_STATE (a directory the workers can see too, for test
           helpers) and $REAPI_CTL (see ctl) in its environment;
         - tears everything down, however CMD ends (try/finally, and on
@@ -321,6 +322,9 @@ class Fixture:
         env = dict(os.environ, REAPI_STATE=self.state, REAPI_CTL=ctl_path)
         for i in range(1, args.workers + 1):
             env[f"REAPI_W{i}"] = self.url(i)
+            # In worker I's namespaces (nsenter -t): bench/farmmodel-check.sh
+            # shapes what the worker sends back on its own eth0.
+            env[f"REAPI_PID{i}"] = str(self.workers[i].pid)
         self.command = subprocess.Popen(args.command, env=env, start_new_session=True,
                                         preexec_fn=die_with_parent)
         self.record["pids"].append(self.command.pid)
