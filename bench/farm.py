@@ -167,6 +167,17 @@ class Reapi:
 ENGINES = {"ssh": Ssh, "reapi": Reapi}
 
 
+def machine_busy_s():
+    """CPU seconds the whole machine has spent busy so far (/proc/stat): the
+    linker, the distributor, the hosts' sessions and compilers all share
+    it. bench/farmmodel.py policies takes the farm's work per job beyond the
+    compile from it."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for_port(port, timeout=30.0):
     deadline = time.monotonic() + timeout
     while True:
@@ -295,16 +306,17 @@ def inside(cfg):
 
     def link(mode, out, extra=()):
         argv = [cfg["ld"]] + with_output(cfg["args"], out) + dist + list(extra)
-        start = time.monotonic()
+        start, busy = time.monotonic(), machine_busy_s()
         r = subprocess.run(argv, cwd=cfg["cwd"], env=dict(env, **MODES[mode]),
                            capture_output=True, text=True)
-        wall = time.monotonic() - start
+        wall, busy = time.monotonic() - start, machine_busy_s() - busy
         if r.returncode:
             raise SystemExit(f"{mode} link failed:\n{r.stderr[-3000:]}")
         summary = [ln for ln in r.stderr.splitlines() if ln.startswith("dtlto:")]
         same = subprocess.run(["cmp", "-s", out, cfg["reference"]],
                               cwd=cfg["cwd"]).returncode == 0
-        return {"wall_s": round(wall, 3), "summary": summary[-1] if summary else "",
+        return {"wall_s": round(wall, 3), "cpu_s": round(busy, 2),
+                "summary": summary[-1] if summary else "",
                 "streamed": "(streaming" in (summary[-1] if summary else ""),
                 "identical": same}
 

@@ -323,6 +323,16 @@ def policies_against_farm(args):
     engine["rtt"] = 2 * cfg["delay_ms"] / 1000
     share = cfg["rate_mbit"] / 8 / max(1, min(workers, args.cores))
     engine["upload"] = engine["download"] = share
+    if cfg.get("engine") == "reapi":
+        engine["upload"] = 0  # the inputs are in the workers' CAS after the first link
+    # The farm's work per job beyond the compile, on the machine's cores
+    # (ssh sessions, the workers' own processing): the machine's busy CPU
+    # seconds in the oneshot links, less the compiles' and the linker's.
+    cpu = [r["cpu_s"] for r in res["runs"].get("oneshot", []) if "cpu_s" in r]
+    if cpu:
+        linker = res["before_s"] + res["after_s"]
+        engine["start_cpu"] = max(0.0, (statistics.median(cpu) - res["work_s"] - linker)
+                                  / max(1, len(jobs)))
     pre, shards, after = res["pre_s"], res["shards_s"], res["after_s"]
     measured = {m: statistics.median(r["wall_s"] for r in runs)
                 for m, runs in res["runs"].items()}
@@ -342,11 +352,17 @@ def policies_against_farm(args):
             lo = mid
         else:
             hi = mid
-    start = hi
+    # The replay's wall can jump with the start cost (a job lands on the slow
+    # worker or not): of the two sides of the jump, the closer.
+    start = min((lo, hi), key=lambda x: abs(predict("oneshot", x)["wall"] - measured["oneshot"]))
     print(f"{args.farm}: {len(jobs)} jobs on {workers} workers (the last "
           f"{args.slow} {args.slow_factor:g}x slow), {args.cores} shared cores, round trip "
-          f"{engine['rtt'] * 1000:.0f} ms, {share:.1f} MB/s per job; per-job start cost "
-          f"fitted on oneshot: {start * 1000:.0f} ms")
+          f"{engine['rtt'] * 1000:.0f} ms, "
+          + ("inputs in the CAS, " if engine["upload"] == 0 else "")
+          + f"{share:.1f} MB/s per job; per-job start cost fitted on oneshot: "
+          f"{start * 1000:.0f} ms"
+          + (f", of it {engine['start_cpu'] * 1000:.0f} ms on the cores (measured)"
+             if "start_cpu" in engine else ""))
     print()
     print("| mode | measured wall s (median) | predicted s | predicted / measured "
           "| jobs in the linker | hedged (linker won) |")

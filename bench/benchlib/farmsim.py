@@ -21,11 +21,13 @@ The rules are the engine's (docs/usage.md, "Local jobs and hedging"):
 
 A farm copy costs the engine's per-job costs around the compile: queue,
 start, a round trip and the upload before it; a round trip and the download
-after it. A straggler worker sleeps (factor - 1) times as long as its
-compile took after it (bench/farm.py's slow host does exactly that; on a
-farm that does not share cores it is a host `factor` times slower). With
-`cores`, every compile running at once (farm and local) shares that many
-CPUs equally; waits take no CPU.
+after it. With `cores`, `start_cpu` seconds of the start are work on them
+(on an emulated farm the engine's own processes share the machine). A
+straggler worker sleeps (factor - 1) times as long as its compile took after
+it (bench/farm.py's slow host does exactly that; on a farm that does not
+share cores it is a host `factor` times slower). With `cores`, every compile
+running at once (farm and local) shares that many CPUs equally; waits take
+no CPU.
 
 Plain data in, plain data out: `simulate()` returns a dict.
 """
@@ -97,7 +99,11 @@ def simulate(jobs, workers, policy, engine, *, order="largest-first", slow=(),
 
     def farm_phases(job, w):
         before, tail = engine_costs(job, engine)
-        phases = [("wait", before), ("cpu", job["seconds"])]
+        # The part of the start that is work on the shared cores (an
+        # emulated farm's ssh session or worker runs on them too).
+        busy = min(engine.get("start_cpu", 0.0), before) if cores else 0.0
+        phases = [("wait", before - busy)] + ([("cpu", busy)] if busy > 0 else [])
+        phases.append(("cpu", job["seconds"]))
         if w in slow and slow_factor > 1:
             phases.append(("sleep", slow_factor - 1))  # times the compile's wall
         phases.append(("wait", tail))
