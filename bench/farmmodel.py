@@ -165,8 +165,8 @@ def split_phases_of(results_path, program, mode):
 
 def engine_of(args):
     e = dict(ENGINES[args.engine])
-    for k in ("queue", "start", "rtt", "upload", "download"):
-        v = getattr(args, k)
+    for k in ("queue", "start", "rtt", "upload", "download", "start_cpu"):
+        v = getattr(args, k, None)
         if v is not None:
             e[k] = v
     return e
@@ -329,9 +329,10 @@ def policies_against_farm(args):
     # (ssh sessions, the workers' own processing): the machine's busy CPU
     # seconds in the oneshot links, less the compiles' and the linker's.
     cpu = [r["cpu_s"] for r in res["runs"].get("oneshot", []) if "cpu_s" in r]
-    if cpu:
-        linker = res["before_s"] + res["after_s"]
-        engine["start_cpu"] = max(0.0, (statistics.median(cpu) - res["work_s"] - linker)
+    if cpu and args.start_cpu is None:
+        linker = res["pre_s"] + res["shards_s"] + res["after_s"]
+        work = sum(j["seconds"] for j in jobs)
+        engine["start_cpu"] = max(0.0, (statistics.median(cpu) - work - linker)
                                   / max(1, len(jobs)))
     pre, shards, after = res["pre_s"], res["shards_s"], res["after_s"]
     measured = {m: statistics.median(r["wall_s"] for r in runs)
@@ -459,6 +460,10 @@ def parse_args(argv):
     q.add_argument("--cores", type=int,
                    help="every compile shares this many cores (an emulated farm; "
                         "default: none shared, or farm.json's)")
+    q.add_argument("--start-cpu", type=float,
+                   help="with --cores: seconds of each farm job's start that are "
+                        "work on those cores (an emulated farm's sessions or "
+                        "workers; --farm measures it: farm.json's cpu_s)")
     q.add_argument("--scale-to", type=int, metavar="N",
                    help="replay N jobs drawn from the record's (extrapolation)")
     q.add_argument("--seed", type=int, default=1, help="seed of --scale-to")
