@@ -134,6 +134,9 @@ link() { # link TAG [DELAY_MS]: one link through the engine under probe.py
   echo "$tag: $(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(len(r["jobs"]), "jobs, distributor", round(r["distributor_wall"], 2), "s")' "$out/$tag.json")"
 }
 
+# tbf's bucket, bytes: each transfer's first this many go at once (the
+# bucket refills while a job compiles); the model is told (--burst).
+burst=4096
 shape() { # shape RATE_MBIT|off: the hosts' links, in the engine's direction
   local rate=$1 i
   for i in 1 2; do
@@ -145,7 +148,7 @@ shape() { # shape RATE_MBIT|off: the hosts' links, in the engine's direction
     if [[ $rate == off ]]; then
       "${tc[@]}" qdisc del dev "$dev" root 2>/dev/null || true
     else
-      "${tc[@]}" qdisc replace dev "$dev" root tbf rate "${rate}mbit" burst 32kbit latency 2s
+      "${tc[@]}" qdisc replace dev "$dev" root tbf rate "${rate}mbit" burst "$burst" latency 2s
     fi
   done
 }
@@ -177,7 +180,8 @@ done
 
 for rate in "${rates[@]}"; do
   /usr/bin/python3 "$here/farmmodel.py" validate "$out/rate${rate}.json" \
-    --durations-from "$out/unshaped.json" "$direction" "$(echo "$rate / 8" | bc -l)"
+    --durations-from "$out/unshaped.json" "$direction" "$(echo "$rate / 8" | bc -l)" \
+    --burst "$burst"
 done
 # Seconds the first delay added to each job, as two "round trips" of the
 # model: calibrated on the first delay, scaled to the others.

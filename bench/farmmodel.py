@@ -8,6 +8,9 @@ workers, each job costing
     queue + start + (bytes in) / upload + duration + (object bytes) / download
     + 2 * round trip
 
+(with --burst B, each transfer's first B bytes are free: a shaped link's
+token bucket)
+
 (the engine's per-job costs, --engine), handed out in manifest order,
 largest first (by the bytes the job reads: what a distributor knows before
 it runs) or longest first (by the measured durations: the best any
@@ -165,7 +168,7 @@ def split_phases_of(results_path, program, mode):
 
 def engine_of(args):
     e = dict(ENGINES[args.engine])
-    for k in ("queue", "start", "rtt", "upload", "download", "start_cpu"):
+    for k in ("queue", "start", "rtt", "upload", "download", "burst", "start_cpu"):
         v = getattr(args, k, None)
         if v is not None:
             e[k] = v
@@ -325,6 +328,8 @@ def policies_against_farm(args):
     engine["upload"] = engine["download"] = share
     if cfg.get("engine") == "reapi":
         engine["upload"] = 0  # the inputs are in the workers' CAS after the first link
+    if args.burst is None:
+        engine["burst"] = cfg.get("burst_bytes", 0)
     # The farm's work per job beyond the compile, on the machine's cores
     # (ssh sessions, the workers' own processing): the machine's busy CPU
     # seconds in the oneshot links, less the compiles' and the linker's.
@@ -404,6 +409,10 @@ def parse_args(argv):
         q.add_argument("--rtt", type=float, help="network round trip, seconds")
         q.add_argument("--upload", type=float, help="MB/s to the worker (0: free)")
         q.add_argument("--download", type=float, help="MB/s back (0: free)")
+        q.add_argument("--burst", type=int, metavar="BYTES",
+                       help="of each upload and download, bytes that go at once "
+                            "(a token bucket's burst: tc tbf's, which refills "
+                            "while the job compiles; default 0)")
 
     r = sub.add_parser("replay", help="a measured link on 1..N workers")
     r.add_argument("record", help="a probe record (OUT/logs/PROGRAM/MODE-probe0.json)")

@@ -54,13 +54,15 @@ def order_key(order):
 def engine_costs(job, engine):
     """(seconds before the compile, seconds after it) a farm job pays the
     engine: queue, start, a round trip and the upload; a round trip and the
-    download."""
+    download. A shaped link's first `burst` bytes of each transfer go at
+    once (a token bucket's burst, full again after the compile's pause)."""
+    burst = engine.get("burst", 0)
     before = engine["queue"] + engine["start"] + engine["rtt"]
     if engine["upload"]:
-        before += job["in"] / (engine["upload"] * 1e6)
+        before += max(0, job["in"] - burst) / (engine["upload"] * 1e6)
     after = engine["rtt"]
     if engine["download"]:
-        after += job["out"] / (engine["download"] * 1e6)
+        after += max(0, job["out"] - burst) / (engine["download"] * 1e6)
     return before, after
 
 
