@@ -2,12 +2,13 @@
 # The farm model against a real engine: links of a generated program through
 # ENGINE's distributor to two hosts in network namespaces of their own, the
 # tree hidden from them, each link's distributor under
-# bench/benchlib/probe.py (bytes and duration of every job); first unshaped,
-# then with a tbf qdisc limiting each host's link to each RATE in turn, then
-# with every connection through bench/benchlib/delayrelay.py (this kernel has
-# no sch_netem) at each of DELAYS (ms, one way; default "10 40").
-# bench/farmmodel.py then predicts each shaped link's distributor wall from
-# the unshaped link's jobs plus each job's bytes at the rate, or plus the
+# bench/benchlib/probe.py (bytes and duration of every job): with a tbf
+# qdisc limiting each host's link to each RATE in turn, then with every
+# connection through bench/benchlib/delayrelay.py (this kernel has no
+# sch_netem) at each of DELAYS (ms, one way; default "10 40"), each shaped
+# link after an unshaped one. bench/farmmodel.py then predicts each shaped
+# link's distributor wall from the jobs' median durations in the unshaped
+# links plus each job's bytes at the rate (less tbf's burst), or plus the
 # per-job round trips the first delay measured, scaled to the others; and
 # prints prediction against measurement.
 #   ssh    distributors/ssh/ssh.py to sshd hosts (test/distributors/ssh/
@@ -28,7 +29,7 @@
 #   bench/farmmodel-check.sh ssh /var/cache/dtlto-bench/generated/gen30-<key> /tmp/farm 16 4
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help || $# -lt 3 ]]; then
-  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
   [[ ${1:-} == -h || ${1:-} == --help ]] && exit 0 || exit 2
 fi
 engine=$1
@@ -167,32 +168,44 @@ else
   link warmup # fills the workers' CAS
   direction=--download
 fi
-link unshaped
+# An unshaped link before each shaped one: the model takes each job's
+# median over them, so that one slow link on this noisy machine does not
+# pass for the shaping's cost.
+read -r -a delays <<< "${DELAYS:-10 40}"
+unshaped=()
+plain() {
+  link "unshaped${#unshaped[@]}"
+  unshaped+=("$out/unshaped${#unshaped[@]}.json")
+}
 for rate in "${rates[@]}"; do
+  plain
   shape "$rate"
   link "rate${rate}"
+  shape off
 done
-shape off
-read -r -a delays <<< "${DELAYS:-10 40}"
 for d in "${delays[@]}"; do
+  plain
   link "delay$d" "$d"
 done
+reference=()
+for r in "${unshaped[@]}"; do reference+=(--durations-from "$r"); done
 
 for rate in "${rates[@]}"; do
   /usr/bin/python3 "$here/farmmodel.py" validate "$out/rate${rate}.json" \
-    --durations-from "$out/unshaped.json" "$direction" "$(echo "$rate / 8" | bc -l)" \
-    --burst "$burst"
+    "${reference[@]}" "$direction" "$(echo "$rate / 8" | bc -l)" --burst "$burst"
 done
 # Seconds the first delay added to each job, as two "round trips" of the
-# model: calibrated on the first delay, scaled to the others.
+# model: calibrated on the first delay against the unshaped links' median
+# distributor wall, scaled to the others.
 rtt_per_ms=$(/usr/bin/python3 -c '
-import json, sys
-base, first, ms = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), float(sys.argv[3])
-jobs = len(base["jobs"])
-extra = (first["distributor_wall"] - base["distributor_wall"]) * 2 / jobs  # 2 workers
-print(max(0.0, extra / 2 / ms))' "$out/unshaped.json" "$out/delay${delays[0]}.json" "${delays[0]}")
+import json, statistics, sys
+first, ms = json.load(open(sys.argv[1])), float(sys.argv[2])
+bases = [json.load(open(p)) for p in sys.argv[3:]]
+base = statistics.median(b["distributor_wall"] for b in bases)
+extra = (first["distributor_wall"] - base) * 2 / len(first["jobs"])  # 2 workers
+print(max(0.0, extra / 2 / ms))' "$out/delay${delays[0]}.json" "${delays[0]}" "${unshaped[@]}")
 echo "calibrated on ${delays[0]} ms: $rtt_per_ms s of model round trip per ms of delay"
 for d in "${delays[@]}"; do
   /usr/bin/python3 "$here/farmmodel.py" validate "$out/delay$d.json" \
-    --durations-from "$out/unshaped.json" --rtt "$(echo "$rtt_per_ms * $d" | bc -l)"
+    "${reference[@]}" --rtt "$(echo "$rtt_per_ms * $d" | bc -l)"
 done

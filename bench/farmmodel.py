@@ -228,10 +228,16 @@ def cmd_validate(args):
     worst = 0.0
     reference = None
     if args.durations_from:
-        _, ref_jobs = load_record(args.durations_from)
-        with open(args.durations_from) as f:
-            modules = [j["module"] for j in json.load(f)["jobs"]]
-        reference = dict(zip(modules, (j["seconds"] for j in ref_jobs)))
+        # Each job's median over the reference links: on a noisy machine one
+        # link's durations are off by as much as the condition under test.
+        seen = {}
+        for ref in args.durations_from:
+            _, ref_jobs = load_record(ref)
+            with open(ref) as f:
+                modules = [j["module"] for j in json.load(f)["jobs"]]
+            for m, j in zip(modules, ref_jobs):
+                seen.setdefault(m, []).append(j["seconds"])
+        reference = {m: statistics.median(v) for m, v in seen.items()}
     for path in args.records:
         rec, jobs = load_record(path)
         if reference is not None:
@@ -239,8 +245,8 @@ def cmd_validate(args):
             # through the same engine without the condition under test).
             for job, raw in zip(jobs, rec["jobs"]):
                 if raw["module"] not in reference:
-                    raise SystemExit(f"farmmodel.py: error: {args.durations_from} has "
-                                     f"no job of {raw['module']}")
+                    raise SystemExit(f"farmmodel.py: error: {', '.join(args.durations_from)} "
+                                     f"has no job of {raw['module']}")
                 job["seconds"] = reference[raw["module"]]
         measured = rec.get("distributor_wall")
         if not measured:
@@ -430,9 +436,10 @@ def parse_args(argv):
     engine_options(r)
     v = sub.add_parser("validate", help="the model against measured distributor walls")
     v.add_argument("records", nargs="+", help="probe records")
-    v.add_argument("--durations-from", metavar="RECORD",
+    v.add_argument("--durations-from", metavar="RECORD", action="append",
                    help="each job's duration from this record (the same jobs "
-                        "measured without the engine costs given), not its own")
+                        "measured without the engine costs given), not its own; "
+                        "repeat it for the median of several links")
     v.add_argument("--workers", dest="workers_for_validation", type=int, default=2,
                    help="the workers the measured links had (default: %(default)s)")
     engine_options(v)
