@@ -63,19 +63,25 @@ def pump(read, write, delay):
     t.join()
 
 
-def relay(sock, read, write, delay):
-    """Both directions between sock and (read, write), each chunk delayed;
-    returns once sock's side has ended (the connection's other side is then
-    closed by the caller)."""
+def writer(sock):
+    """A pump's write for sock: each chunk sent, the end as a shutdown of
+    sock's sending side (so the other end sees EOF, the connection stays
+    open for its answer)."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def to_sock(chunk):
+    def write(chunk):
         if chunk:
             sock.sendall(chunk)
         else:
             sock.shutdown(socket.SHUT_WR)
+    return write
 
-    up = threading.Thread(target=pump, args=(read, to_sock, delay), daemon=True)
+
+def relay(sock, read, write, delay):
+    """Both directions between sock and (read, write), each chunk delayed;
+    returns once sock's side has ended (the connection's other side is then
+    closed by the caller)."""
+    up = threading.Thread(target=pump, args=(read, writer(sock), delay), daemon=True)
     up.start()
     pump(lambda: sock.recv(65536), write, delay)
 
@@ -85,14 +91,7 @@ def serve(lport, host, port, delay):
 
     def one(client):
         with client, socket.create_connection((host, port)) as upstream:
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def to_client(chunk):
-                if chunk:
-                    client.sendall(chunk)
-                else:
-                    client.shutdown(socket.SHUT_WR)
-            relay(upstream, lambda: client.recv(65536), to_client, delay)
+            relay(upstream, lambda: client.recv(65536), writer(client), delay)
 
     while True:
         client, _ = server.accept()
