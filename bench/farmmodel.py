@@ -29,7 +29,8 @@ size: an extrapolation, said so in the output.
 validate compares the model with measured links: for each record it
 predicts the distributor's wall (the jobs on --workers workers, the engine
 costs given; with --durations-from, each job's duration as another link
-measured it) and prints it next to the distributor wall the record measured.
+measured it, or its median over several such links) and prints it next to
+the distributor wall the record measured.
 
 policies runs the engine's scheduling policies (one-shot, streaming,
 streaming with the linker's local slots, and with hedging;
