@@ -50,7 +50,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -61,6 +60,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from benchlib import delayrelay  # noqa: E402
 from benchlib import prepare as prepare_mod  # noqa: E402
 from benchlib import probe  # noqa: E402
 from benchlib import trace  # noqa: E402
@@ -151,7 +151,7 @@ class Reapi:
             self.relays.append(subprocess.Popen(
                 [sys.executable, RELAY, "--listen", str(local), host, port,
                  str(cfg["delay_ms"])]))
-            wait_for_port(local)
+            delayrelay.wait_listening(local)
             endpoints.append(f"--endpoint=grpc://127.0.0.1:{local}")
         # Debian's python3: the one with python3-grpcio.
         return ["/usr/bin/python3", os.path.join(ROOT, "distributors", "reapi", "reapi.py"),
@@ -176,18 +176,6 @@ def machine_busy_s():
         fields = [int(x) for x in f.readline().split()[1:]]
     user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_for_port(port, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port)).close()
-            return
-        except ConnectionRefusedError:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"farm: the delay relay on port {port} did not start")
-            time.sleep(0.05)
 
 
 def parse_args():

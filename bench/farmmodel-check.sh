@@ -99,15 +99,7 @@ distributor() { # distributor DELAY_MS: the engine's distributor argv in dist=()
       /usr/bin/python3 "$here/benchlib/delayrelay.py" --listen "$port" \
         "${hostport%:*}" "${hostport##*:}" "$delay" &
       relays+=($!)
-      /usr/bin/python3 -c '
-import socket, sys, time
-for _ in range(600):
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()
-        sys.exit(0)
-    except ConnectionRefusedError:
-        time.sleep(0.05)
-sys.exit("the delay relay did not start")' "$port"
+      /usr/bin/python3 "$here/benchlib/delayrelay.py" --wait "$port"
       url=grpc://127.0.0.1:$port
     fi
     dist+=(--endpoint="$url")

@@ -14,7 +14,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -169,18 +168,16 @@ def test_relay():
     proc = subprocess.Popen([sys.executable, relay, "--listen", str(lport), "127.0.0.1",
                              str(port), "2"])
     try:
+        # --wait's own connection reaches the server too: taken and dropped.
+        waited = subprocess.run([sys.executable, relay, "--wait", str(lport)],
+                                capture_output=True, text=True, timeout=60)
+        check(waited.returncode == 0, "--wait returns once the relay listens"
+              + (f": {waited.stderr.strip()}" if waited.stderr.strip() else ""))
+        server.accept()[0].close()
         for n in range(2):
             t = threading.Thread(target=echo, daemon=True)
             t.start()
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    client = socket.create_connection(("127.0.0.1", lport))
-                    break
-                except ConnectionRefusedError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            client = socket.create_connection(("127.0.0.1", lport))
             got = bytearray()
             with client:
                 sender = threading.Thread(

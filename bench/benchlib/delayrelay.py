@@ -7,6 +7,9 @@
   delayrelay.py --listen LPORT HOST PORT DELAY_MS
       As a server on 127.0.0.1:LPORT (a REAPI endpoint's stand-in): relays
       every connection it accepts to HOST:PORT, until it is killed.
+  delayrelay.py --wait LPORT
+      Returns once a --listen relay started in the background accepts
+      connections on 127.0.0.1:LPORT (status 1 after 30 s).
 
 Either way every chunk is held DELAY_MS milliseconds in each direction
 before it is passed on, as a link with that one-way latency would. bench/farm.py uses it because this
@@ -98,10 +101,28 @@ def serve(lport, host, port, delay):
         threading.Thread(target=one, args=(client,), daemon=True).start()
 
 
+def wait_listening(lport, timeout=30.0):
+    """Waits until 127.0.0.1:lport accepts a connection (a --listen relay
+    just started); a clear error after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", lport)).close()
+            return
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"delayrelay.py: error: no relay listens on port {lport} "
+                                 f"after {timeout:g} s")
+            time.sleep(0.05)
+
+
 def main():
     argv = sys.argv[1:]
     if argv[:1] == ["--listen"] and len(argv) == 5:
         serve(int(argv[1]), argv[2], int(argv[3]), float(argv[4]) / 1000)
+        return 0
+    if argv[:1] == ["--wait"] and len(argv) == 2:
+        wait_listening(int(argv[1]))
         return 0
     if len(argv) != 3 or argv[0] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
