@@ -372,7 +372,9 @@ def policies_against_farm(args):
           f"{args.slow} {args.slow_factor:g}x slow), {args.cores} shared cores, round trip "
           f"{engine['rtt'] * 1000:.0f} ms, "
           + ("inputs in the CAS, " if engine["upload"] == 0 else "")
-          + f"{share:.1f} MB/s per job; per-job start cost fitted on oneshot: "
+          + f"{share:.1f} MB/s per job"
+          + (f" (the first {engine['burst']} bytes of each at once)" if engine.get("burst") else "")
+          + "; per-job start cost fitted on oneshot: "
           f"{start * 1000:.0f} ms"
           + (f", of it {engine['start_cpu'] * 1000:.0f} ms on the cores (measured)"
              if "start_cpu" in engine else ""))
