@@ -6,7 +6,7 @@ Reads one job per stdin line (a JSON array: module, -fthinlto-index=S, -o,
 OUT), writes one reply line per job. What a job does depends on its module:
 fail* replies an error after printing to stderr, crash* kills the worker,
 hold* writes OUT half, records the worker's pid in ./held and never
-replies, anything else writes OUT. Each worker records its pid in
+replies, noout* replies ok without writing OUT, anything else writes OUT. Each worker records its pid in
 ./workers.
 """
 import json
@@ -30,6 +30,8 @@ for line in sys.stdin:
         os.rename("held.tmp", "held")
         while True:
             signal.pause()
+    elif module.startswith("noout"):
+        reply = {"ok": True}
     elif module.startswith("crash"):
         print("worker says: about to crash", file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)

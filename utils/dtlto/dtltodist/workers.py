@@ -6,7 +6,9 @@ pays its start-up once per slot instead of once per job. BatchRunner keeps
 one such worker per slot alive for the whole run and hands it jobs one at a
 time: one line of stdin per job (the job's arguments as a JSON array), one
 line of stdout back ({"ok": true} or {"ok": false, "error": "..."}). What a
-worker writes on stderr while it runs a job is that job's output.
+worker writes on stderr while it runs a job is that job's output. A worker
+that replied ok gets its next job before that reply's object is checked and
+reported, so that it waits only for its reply to be read.
 
 The rest is Runner's contract (runner.py): jobs start in manifest order,
 make's jobserver is honoured (a busy worker beyond the first holds a
@@ -117,7 +119,7 @@ class BatchRunner:
                     self._wait(busy, wake_fd,
                                want_token=bool(pending) and not self.failure,
                                feed=feed if feed is not None and not feed.closed else None)
-                    self._collect(busy, workers)
+                    self._collect(busy, workers, pending)
             finally:
                 # Idle workers end when their stdin closes; busy ones (after
                 # a failure or a signal) are killed. Nothing outlives us.
@@ -181,6 +183,18 @@ class BatchRunner:
                 return
             busy.append(idle)
 
+    def _give_next(self, w: _Worker, pending) -> None:
+        if not pending:
+            return
+        job = pending.popleft()
+        self.reporter.started(job, job.command)
+        try:
+            w.give(job)
+        except OSError as e:
+            w.job = None
+            self._fail(JobResult(job, 1, problem=f"could not be started: "
+                                                 f"{self.argv[0]}: {e.strerror}"))
+
     def _wait(self, busy, wake_fd, want_token: bool, feed=None) -> None:
         poller = select.poll()
         poller.register(wake_fd, select.POLLIN)
@@ -198,16 +212,24 @@ class BatchRunner:
         except BlockingIOError:
             pass
 
-    def _collect(self, busy, workers) -> None:
+    def _collect(self, busy, workers, pending) -> None:
         for w in busy:
             ended, reply = w.read_result()
             if reply is None and not ended:
                 continue
             job, w.job = w.job, None
+            stderr = w.job_stderr()
+            if not ended and reply.get("ok") and not (self.failure or self._signal):
+                # The worker gets its next job before we check and report
+                # this one: it idles only while we read its reply, not
+                # while we stat the object and tell the linker. Its slot
+                # (and jobserver token) goes on to the next job; a failure
+                # found below still stops it, as it stops every busy one.
+                self._give_next(w, pending)
             self.slots.shrink_to(len([x for x in workers if x.job]))
             if self.failure:
                 continue
-            result = JobResult(job, 1, returncode=0, stderr=w.job_stderr())
+            result = JobResult(job, 1, returncode=0, stderr=stderr)
             if ended:
                 workers.remove(w)
                 w.proc.wait()
