@@ -6,8 +6,8 @@ Reads one job per stdin line (a JSON array: module, -fthinlto-index=S, -o,
 OUT), writes one reply line per job. What a job does depends on its module:
 fail* replies an error after printing to stderr, crash* kills the worker,
 hold* writes OUT half, records the worker's pid in ./held and never
-replies, noout* replies ok without writing OUT, anything else writes OUT. Each worker records its pid in
-./workers.
+replies, noout* replies ok without writing OUT, anything else writes OUT.
+Each worker records its pid in ./workers.
 """
 import json
 import os

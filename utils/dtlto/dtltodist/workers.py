@@ -49,10 +49,12 @@ class _Worker:
         self.err_start = 0
 
     def give(self, job: Job) -> None:
-        self.job = job
+        """Send job; the worker is busy with it only once the line is sent
+        (OSError: it is not, and stays idle)."""
         self.err_start = self.err.seek(0, os.SEEK_END)
         self.proc.stdin.write(json.dumps(job.args).encode() + b"\n")
         self.proc.stdin.flush()
+        self.job = job
 
     def read_result(self) -> tuple[bool, dict | None]:
         """(ended, result): result is the job's reply once a line is complete;
@@ -168,32 +170,28 @@ class BatchRunner:
 
     def _dispatch(self, pending, workers, busy) -> None:
         while pending and self.slots.try_grow(len(busy)):
-            job = pending.popleft()
             idle = next((w for w in workers if not w.job), None)
-            try:
-                if idle is None:
-                    idle = _Worker(self.argv)
-                    workers.append(idle)
-                self.reporter.started(job, job.command)
-                idle.give(job)
-            except OSError as e:
+            started = self._start(pending.popleft(), idle, workers)
+            if started is None:
                 self.slots.shrink_to(len(busy))
-                self._fail(JobResult(job, 1, problem=f"could not be started: "
-                                                     f"{self.argv[0]}: {e.strerror}"))
                 return
-            busy.append(idle)
+            busy.append(started)
 
-    def _give_next(self, w: _Worker, pending) -> None:
-        if not pending:
-            return
-        job = pending.popleft()
-        self.reporter.started(job, job.command)
+    def _start(self, job: Job, w: _Worker | None, workers) -> _Worker | None:
+        """Hands job to w, or to a new worker (added to workers) when w is
+        None; returns the worker, or None when it could not be started or
+        fed (the run has then failed, naming the job)."""
         try:
+            if w is None:
+                w = _Worker(self.argv)
+                workers.append(w)
+            self.reporter.started(job, job.command)
             w.give(job)
         except OSError as e:
-            w.job = None
             self._fail(JobResult(job, 1, problem=f"could not be started: "
                                                  f"{self.argv[0]}: {e.strerror}"))
+            return None
+        return w
 
     def _wait(self, busy, wake_fd, want_token: bool, feed=None) -> None:
         poller = select.poll()
@@ -219,13 +217,13 @@ class BatchRunner:
                 continue
             job, w.job = w.job, None
             stderr = w.job_stderr()
-            if not ended and reply.get("ok") and not (self.failure or self._signal):
+            if pending and not ended and reply.get("ok") and not (self.failure or self._signal):
                 # The worker gets its next job before we check and report
                 # this one: it idles only while we read its reply, not
                 # while we stat the object and tell the linker. Its slot
                 # (and jobserver token) goes on to the next job; a failure
                 # found below still stops it, as it stops every busy one.
-                self._give_next(w, pending)
+                self._start(pending.popleft(), w, workers)
             self.slots.shrink_to(len([x for x in workers if x.job]))
             if self.failure:
                 continue
