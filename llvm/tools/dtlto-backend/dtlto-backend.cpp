@@ -14,7 +14,9 @@
 // module and its imports, not with the link.
 // With --batch it runs many jobs in one process: each line of stdin is a job's
 // arguments as a JSON array of strings, and each job gets one line on stdout,
-// {"ok":true} or {"ok":false,"error":"..."}, once its object is written.
+// {"ok":true} or {"ok":false,"error":"..."}, once its object is written; when
+// stderr is a file the reply also says where the job's output on it ends
+// ("stderr_end", an offset), so a distributor may queue the next job early.
 // Without --config it is the farm side of distcc and icecream:
 // `-c <bundle> -o <object>` runs the one job in the bundle (Bundle.h,
 // docs/bundle.md).
@@ -240,6 +242,12 @@ static int runBatch(Link &L) {
     json::Object Result{{"ok", !E}};
     if (E)
       Result["error"] = toString(std::move(E));
+    // Where this job's output on stderr ends (errs() is unbuffered, so it is
+    // all written): a distributor that queues our next job before it reads
+    // this reply can then tell the two jobs' output apart. Only a file has
+    // an offset; on a pipe or a terminal there is none to give.
+    if (off_t End = ::lseek(STDERR_FILENO, 0, SEEK_CUR); End >= 0)
+      Result["stderr_end"] = int64_t(End);
     outs() << json::Value(std::move(Result)) << "\n";
     outs().flush();
   }

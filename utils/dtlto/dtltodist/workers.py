@@ -3,18 +3,27 @@
 A compiler that can run many jobs in one process (dtlto-backend --batch; the
 engine names the argument in the manifest's side file: "batch_arg")
 pays its start-up once per slot instead of once per job. BatchRunner keeps
-one such worker per slot alive for the whole run and hands it jobs one at a
-time: one line of stdin per job (the job's arguments as a JSON array), one
-line of stdout back ({"ok": true} or {"ok": false, "error": "..."}). What a
-worker writes on stderr while it runs a job is that job's output. A worker
-that replied ok gets its next job before that reply's object is checked and
-reported, so that it waits only for its reply to be read.
+one such worker per slot alive for the whole run and hands it jobs: one line
+of stdin per job (the job's arguments as a JSON array), one line of stdout
+back ({"ok": true} or {"ok": false, "error": "..."}). What a worker writes on
+stderr while it runs a job is that job's output. A worker whose replies say
+where each job's output on stderr ends ("stderr_end": the file offset, as
+dtlto-backend's do when stderr is a file) holds a second job on its stdin
+while it runs one, and so starts it as it replies, without waiting for us;
+the job counts as started then (its "started" event), and needs no slot
+until it does. The last jobs of the queue are not held that way: they go to
+whichever worker is free first. A worker that does not say gets one job at
+a time, and the next as soon as it replies ok, before that reply's object
+is checked and reported.
 
 The rest is Runner's contract (runner.py): jobs start in manifest order,
 make's jobserver is honoured (a busy worker beyond the first holds a
 token), the first failure stops the run and shows the job's command and
 output, SIGINT/SIGTERM/SIGHUP kill every worker and exit 128+n, and every
-declared output is checked.
+declared output is checked. Jobs already started when a failure is seen
+run to their end, and so does one a worker holds (its worker starts it). A cancelled job that a worker runs
+kills that worker; one held behind another job is answered when the
+worker, having replied for that job, is killed as it starts it.
 """
 
 import json
@@ -35,49 +44,68 @@ from .runner import (JobResult, Slots, check_all_outputs, check_outputs, drop_ca
 
 
 class _Worker:
-    """One compiler process running jobs one after the other."""
+    """One compiler process running jobs one after the other: jobs[0] is the
+    one it runs, jobs[1] (when depth allows) the one waiting on its stdin."""
 
     def __init__(self, argv: list[str]):
         # stderr to a file: we read what each job added to it, and a worker
-        # writing a lot can never block on us.
+        # writing a lot can never block on us. Only the worker moves the
+        # file's offset (we pread), so its offset is where its output ends.
         self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, start_new_session=True)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = b""
-        self.job: Job | None = None
+        self.jobs: deque[Job] = deque()
         self.err_start = 0
+        # How many jobs it may hold: 2 once a reply of its has said where
+        # that job's stderr ends ("stderr_end"), as dtlto-backend's do.
+        self.depth = 1
+        self.cancelled: set[int] = set()  # of its waiting job, by the linker
 
     def give(self, job: Job) -> None:
-        """Send job; the worker is busy with it only once the line is sent
-        (OSError: it is not, and stays idle)."""
-        self.err_start = self.err.seek(0, os.SEEK_END)
+        """Send job; the worker holds it only once the line is sent
+        (OSError: it does not)."""
         self.proc.stdin.write(json.dumps(job.args).encode() + b"\n")
         self.proc.stdin.flush()
-        self.job = job
+        self.jobs.append(job)
 
-    def read_result(self) -> tuple[bool, dict | None]:
-        """(ended, result): result is the job's reply once a line is complete;
-        ended is True when the worker closed its stdout (it died)."""
-        try:
-            data = self.proc.stdout.read()
-        except BlockingIOError:
-            data = b""
-        if data is None:
-            data = b""
-        self.buffer += data
-        if b"\n" in self.buffer:
-            line, self.buffer = self.buffer.split(b"\n", 1)
+    def read_reply(self) -> tuple[bool, dict | None]:
+        """(ended, reply): the reply to jobs[0] once its line is complete;
+        ended is True when the worker closed its stdout (it died). A read
+        can bring two replies: the second stays in the buffer for the next
+        call, which reads no more until it is used."""
+        if b"\n" not in self.buffer:
             try:
-                reply = json.loads(line)
-            except ValueError:
-                reply = {"ok": False, "error": f"garbled reply {line[:200]!r}"}
-            return False, reply if isinstance(reply, dict) else {"ok": False}
-        return data == b"" and self.proc.poll() is not None, None
+                data = self.proc.stdout.read()
+            except BlockingIOError:
+                data = b""
+            if data is None:
+                data = b""
+            self.buffer += data
+            if b"\n" not in self.buffer:
+                return data == b"" and self.proc.poll() is not None, None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = {"ok": False, "error": f"garbled reply {line[:200]!r}"}
+        return False, reply if isinstance(reply, dict) else {"ok": False}
 
-    def job_stderr(self) -> bytes:
-        self.err.seek(self.err_start)
-        return self.err.read()
+    def take_stderr(self, reply: dict | None) -> bytes:
+        """What the worker wrote on stderr for jobs[0]: up to where its
+        reply says that job's output ends, else (no reply: it died; or a
+        worker that does not say, which then gets one job at a time) all
+        it has written."""
+        fd = self.err.fileno()
+        end = reply.get("stderr_end") if reply else None
+        if type(end) is int and end >= self.err_start:
+            self.depth = 2
+        else:
+            end, self.depth = os.fstat(fd).st_size, 1
+        data = os.pread(fd, end - self.err_start, self.err_start)
+        self.err_start = end
+        return data
 
     def kill(self) -> None:
         signal_group(self.proc, None)
@@ -109,24 +137,25 @@ class BatchRunner:
         with stop_signals_to(self._on_signal) as wake_fd:
             try:
                 while not self._signal:
+                    # The linker's news before the workers' replies: a
+                    # cancel it sent before a reply came is seen first.
                     if feed is not None:
                         self._take_feed(feed, jobs, pending, workers)
-                    busy = [w for w in workers if w.job]
+                    self._collect(workers, pending, jobs)
                     if self.failure is None:
-                        self._dispatch(pending, workers, busy)
-                        busy = [w for w in workers if w.job]
+                        self._dispatch(pending, workers)
+                    busy = [w for w in workers if w.jobs]
                     more = feed is not None and not feed.ended
                     if not busy and (self.failure or (not pending and not more)):
                         break
                     self._wait(busy, wake_fd,
                                want_token=bool(pending) and not self.failure,
                                feed=feed if feed is not None and not feed.closed else None)
-                    self._collect(busy, workers, pending)
             finally:
                 # Idle workers end when their stdin closes; busy ones (after
                 # a failure or a signal) are killed. Nothing outlives us.
                 stopping = self._signal or self.failure
-                stop_groups([w.proc for w in workers if stopping and w.job])
+                stop_groups([w.proc for w in workers if stopping and w.jobs])
                 for w in workers:
                     w.close()
                 for w in workers:
@@ -153,29 +182,55 @@ class BatchRunner:
             for job in [j for j in pending if j.index == job_id]:
                 pending.remove(job)
                 drop_cancelled(self.reporter, jobs, job)
-            # A worker cannot drop the job it runs: the worker goes (its
-            # group killed, as Runner kills a job's), and the slot is free
-            # for the next job at once; a new worker starts when one is
-            # needed. Its output is the linker's to remove, as for any
-            # cancelled job.
-            for w in [w for w in workers if w.job and w.job.index == job_id]:
-                job, w.job = w.job, None
-                stop_groups([w.proc])
-                w.close()
-                w.proc.wait()
-                w.err.close()
-                workers.remove(w)
-                self.slots.shrink_to(len([x for x in workers if x.job]))
-                drop_cancelled(self.reporter, jobs, job)
+            for w in [w for w in workers if any(j.index == job_id for j in w.jobs)]:
+                if w.jobs[0].index == job_id:
+                    self._retire(w, workers, pending, jobs)
+                else:
+                    # Its predecessor runs on; the worker goes as it
+                    # starts this one (_collect).
+                    w.cancelled.add(job_id)
 
-    def _dispatch(self, pending, workers, busy) -> None:
+    def _retire(self, w: _Worker, workers, pending, jobs) -> None:
+        """The linker cancelled w's running job. A worker cannot drop the
+        job it runs: the worker goes (its group killed, as Runner kills a
+        job's), and the slot is free for the next job at once; a new worker
+        starts when one is needed. The cancelled job's output is the
+        linker's to remove, as for any cancelled job; the job waiting
+        behind it (not started) goes back to the queue."""
+        running = w.jobs.popleft()
+        stop_groups([w.proc])
+        w.close()
+        w.proc.wait()
+        w.err.close()
+        workers.remove(w)
+        pending.extendleft(reversed([j for j in w.jobs if j.index not in w.cancelled]))
+        for job in [j for j in w.jobs if j.index in w.cancelled]:
+            drop_cancelled(self.reporter, jobs, job)
+        self.slots.shrink_to(len([x for x in workers if x.jobs]))
+        drop_cancelled(self.reporter, jobs, running)
+
+    def _dispatch(self, pending, workers) -> None:
+        busy = [w for w in workers if w.jobs]
         while pending and self.slots.try_grow(len(busy)):
-            idle = next((w for w in workers if not w.job), None)
+            idle = next((w for w in workers if not w.jobs), None)
             started = self._start(pending.popleft(), idle, workers)
             if started is None:
                 self.slots.shrink_to(len(busy))
                 return
             busy.append(started)
+        # Every slot is taken: a worker that can hold a second job gets it
+        # on its stdin, so that it starts the job as it replies instead of
+        # waiting for us to read the reply and answer. Not the last few,
+        # which go to whichever worker is free first.
+        for w in busy:
+            if len(pending) <= len(busy):
+                break
+            if len(w.jobs) < w.depth and not w.cancelled:
+                job = pending.popleft()
+                try:
+                    w.give(job)
+                except OSError:
+                    pending.appendleft(job)  # it died: _collect hears of it
 
     def _start(self, job: Job, w: _Worker | None, workers) -> _Worker | None:
         """Hands job to w, or to a new worker (added to workers) when w is
@@ -210,39 +265,56 @@ class BatchRunner:
         except BlockingIOError:
             pass
 
-    def _collect(self, busy, workers, pending) -> None:
-        for w in busy:
-            ended, reply = w.read_result()
-            if reply is None and not ended:
-                continue
-            job, w.job = w.job, None
-            stderr = w.job_stderr()
-            if pending and not ended and reply.get("ok") and not (self.failure or self._signal):
-                # The worker gets its next job before we check and report
-                # this one: it idles only while we read its reply, not
-                # while we stat the object and tell the linker. Its slot
-                # (and jobserver token) goes on to the next job; a failure
-                # found below still stops it, as it stops every busy one.
-                self._start(pending.popleft(), w, workers)
-            self.slots.shrink_to(len([x for x in workers if x.job]))
-            if self.failure:
-                continue
-            result = JobResult(job, 1, returncode=0, stderr=stderr)
-            if ended:
-                workers.remove(w)
-                w.proc.wait()
-                result.returncode = None  # describe() then shows the problem
-                result.problem = (f"lost its worker ({self.argv[0]} ended with "
-                                  f"status {w.proc.returncode})")
-            elif not reply.get("ok"):
-                result.returncode = None
-                result.problem = "failed: " + str(reply.get("error", "no reason given"))
-            elif problem := check_outputs(job):
-                result.problem = f"succeeded but its {problem}"
-            if result.ok:
-                self.reporter.finished(result)
+    def _collect(self, workers, pending, jobs) -> None:
+        for w in [w for w in workers if w.jobs]:
+            while w in workers and w.jobs:
+                ended, reply = w.read_reply()
+                if reply is None and not ended:
+                    break
+                self._reply(w, ended, reply, workers, pending, jobs)
+
+    def _reply(self, w: _Worker, ended: bool, reply, workers, pending, jobs) -> None:
+        """w's running job ended: with reply, or (ended) with the worker."""
+        job = w.jobs.popleft()
+        stderr = w.take_stderr(reply)
+        if ended:
+            workers.remove(w)
+            w.proc.wait()
+            for queued in [j for j in w.jobs if j.index in w.cancelled]:
+                drop_cancelled(self.reporter, jobs, queued)
+            w.jobs.clear()
+        elif w.jobs:
+            # It started the job waiting on its stdin as it replied; that
+            # job runs to its end even if this one failed, as any busy
+            # worker's does.
+            if w.jobs[0].index in w.cancelled:
+                self._retire(w, workers, pending, jobs)
             else:
-                self._fail(result)
+                self.reporter.started(w.jobs[0], w.jobs[0].command)
+        elif pending and reply.get("ok") and not (self.failure or self._signal):
+            # The worker gets its next job before we check and report this
+            # one: it idles only while we read its reply, not while we stat
+            # the object and tell the linker. Its slot (and jobserver
+            # token) goes on to the next job; a failure found below still
+            # stops it, as it stops every busy one.
+            self._start(pending.popleft(), w, workers)
+        self.slots.shrink_to(len([x for x in workers if x.jobs]))
+        if self.failure:
+            return
+        result = JobResult(job, 1, returncode=0, stderr=stderr)
+        if ended:
+            result.returncode = None  # describe() then shows the problem
+            result.problem = (f"lost its worker ({self.argv[0]} ended with "
+                              f"status {w.proc.returncode})")
+        elif not reply.get("ok"):
+            result.returncode = None
+            result.problem = "failed: " + str(reply.get("error", "no reason given"))
+        elif problem := check_outputs(job):
+            result.problem = f"succeeded but its {problem}"
+        if result.ok:
+            self.reporter.finished(result)
+        else:
+            self._fail(result)
 
     def _fail(self, result: JobResult) -> None:
         self.failure = result
