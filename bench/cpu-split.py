@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Where the CPU of a link goes, process by process, in-process against DTLTO.
+
+  bench/cpu-split.py --program gen1000 [--rounds 2] [--link-dir /dev/shm/bench]
+
+Replays the program's recorded link (bench/run.py prepares it in CACHE) in
+three modes, alternating round by round, each under `perf record -e
+cpu-clock` (a software clock: this VM has no hardware counters), and sums
+the samples by process name:
+
+  inproc  LLVM 22's ld.lld, in-process ThinLTO, --thinlto-jobs=N
+  native  our ld.lld, utils/dtlto/local.py --jobs=N, dtlto-backend batch
+          workers (the harness's ours-native mode)
+  plugin  our ld.lld, builtin:local --jobs=N, dtlto-backend --memory
+          workers in dtlto-plugin-host (the harness's ours-plugin mode)
+
+As bench/run.py does, our links run with no local slot and no local
+fallback (DTLTO_LOCAL_JOBS=0, DTLTO_LOCAL_FALLBACK=0). Per link it prints
+the CPU seconds of the backend (in-process: the linker's
+llvm-worker threads; else the dtlto-backend processes), the distributor
+(local.py's python3, or dtlto-plugin-host), the linker (its main thread and,
+in DTLTO modes, its llvm-worker threads, which write the shards) and the
+rest; and whether the output is in-process ThinLTO's. No wall times: perf
+adds its own start and end to them (bench/run.py measures those).
+"""
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True
+
+from plugin import find_build  # noqa: E402
+
+SRC_ROOT = os.path.dirname(HERE)
+FREQ = 999  # samples a second per CPU
+
+
+def find_program(args):
+    """The recorded build of args.program: a generated one (gen<N>) of
+    args.gen_module_scale, else bench/plugin.py's lookup."""
+    if args.program.startswith("gen") and args.program[3:].isdigit():
+        for path in sorted(glob.glob(os.path.join(args.cache, "generated", "*",
+                                                  "dtlto-bench-build.json"))):
+            with open(path) as f:
+                build = json.load(f)
+            if (build.get("modules") == int(args.program[3:])
+                    and build.get("module_scale") == args.gen_module_scale):
+                return build
+        sys.exit(f"bench/cpu-split.py: no generated {args.program} at module scale "
+                 f"{args.gen_module_scale} in {args.cache}: run bench/run.py --programs "
+                 f"{args.program} --gen-module-scale {args.gen_module_scale} --build-only")
+    return find_build(args.cache, args.program)
+
+
+def mode_argv(mode, args):
+    if mode == "inproc":
+        return [args.stock_ld_lld, f"--thinlto-jobs={args.jobs}"]
+    dist = (["builtin:local"] if mode == "plugin" else
+            [args.python, args.local_py])
+    dist.append(f"--jobs={args.jobs}")
+    return ([args.ld_lld, f"--thinlto-jobs={args.jobs}", f"--thinlto-distributor={dist[0]}"]
+            + [f"--thinlto-distributor-arg={a}" for a in dist[1:]]
+            + [f"--thinlto-remote-compiler={args.dtlto_backend}"])
+
+
+def group(mode, comm):
+    if comm.startswith("llvm-worker"):
+        return "backend" if mode == "inproc" else "linker"
+    return {"dtlto-backend": "backend", "python3": "distributor",
+            "dtlto-plugin-ho": "distributor", "ld.lld": "linker"}.get(comm, "other")
+
+
+def cpu_by_group(mode, data):
+    report = subprocess.run(["perf", "report", "-i", data, "-n", "--sort", "comm",
+                             "--stdio"], capture_output=True, text=True, check=True).stdout
+    seconds = dict.fromkeys(["backend", "distributor", "linker", "other"], 0.0)
+    for line in report.splitlines():
+        fields = line.split()
+        if line.startswith("#") or len(fields) < 3 or not fields[1].isdigit():
+            continue
+        seconds[group(mode, " ".join(fields[2:]))] += int(fields[1]) / FREQ
+    return seconds
+
+
+def link(build, mode, out, data, args):
+    argv = list(build["args"])
+    argv[argv.index("-o") + 1] = out
+    first, *rest = mode_argv(mode, args)
+    env = dict(os.environ, DTLTO_LOCAL_JOBS="0", DTLTO_LOCAL_FALLBACK="0")
+    proc = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(FREQ),
+                           "-o", data, "--", first] + argv + rest,
+                          cwd=build["cwd"], env=env, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"bench/cpu-split.py: the {mode} link failed:\n{proc.stderr}")
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n", 2)[2])
+    p.add_argument("--program", required=True, help="a prepared program: lua, gen1000, ...")
+    p.add_argument("--modes", default="inproc,native,plugin",
+                   help="comma list of inproc, native, plugin (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=2, help="links per mode (default: 2)")
+    p.add_argument("--jobs", type=int, default=2, help="threads or workers (default: 2)")
+    p.add_argument("--link-dir", default="/dev/shm/cpu-split",
+                   help="where the outputs and the engines' files go (default: %(default)s)")
+    p.add_argument("--gen-module-scale", type=float, default=0.1,
+                   help="the module scale of a generated program (default: %(default)s)")
+    p.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
+                                                     "/var/cache/dtlto-bench"))
+    p.add_argument("--ld-lld", default=os.path.join(SRC_ROOT, "build/bin/ld.lld"))
+    p.add_argument("--stock-ld-lld", default="/usr/lib/llvm-22/bin/ld.lld")
+    p.add_argument("--dtlto-backend", default=os.path.join(SRC_ROOT, "build/bin/dtlto-backend"))
+    p.add_argument("--local-py", default=os.path.join(SRC_ROOT, "utils/dtlto/local.py"),
+                   help="the distributor of the native mode (default: %(default)s)")
+    p.add_argument("--python", default="/usr/bin/python3",
+                   help="the interpreter that runs local.py (default: %(default)s)")
+    args = p.parse_args()
+    modes = args.modes.split(",")
+    if bad := [m for m in modes if m not in ("inproc", "native", "plugin")]:
+        p.error(f"unknown mode(s): {', '.join(bad)}")
+    build = find_program(args)
+    if not shutil.which("perf"):
+        sys.exit("bench/cpu-split.py: needs perf: apt-get install linux-perf")
+    os.makedirs(args.link_dir, exist_ok=True)
+    reference = os.path.join(args.link_dir, "prog.reference")
+    link(build, "inproc", reference, os.path.join(args.link_dir, "perf.data"), args)
+    print("mode round backend_s distributor_s linker_s other_s total_s output")
+    for r in range(1, args.rounds + 1):
+        for mode in modes:
+            out = os.path.join(args.link_dir, f"prog.{mode}")
+            data = os.path.join(args.link_dir, f"perf-{mode}-{r}.data")
+            link(build, mode, out, data, args)
+            s = cpu_by_group(mode, data)
+            same = "identical" if sha(out) == sha(reference) else "DIFFERS"
+            print(f"{mode} {r} {s['backend']:.2f} {s['distributor']:.2f} "
+                  f"{s['linker']:.2f} {s['other']:.2f} {sum(s.values()):.2f} {same}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
