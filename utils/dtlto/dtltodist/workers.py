@@ -21,9 +21,10 @@ make's jobserver is honoured (a busy worker beyond the first holds a
 token), the first failure stops the run and shows the job's command and
 output, SIGINT/SIGTERM/SIGHUP kill every worker and exit 128+n, and every
 declared output is checked. Jobs already started when a failure is seen
-run to their end, and so does one a worker holds (its worker starts it). A cancelled job that a worker runs
-kills that worker; one held behind another job is answered when the
-worker, having replied for that job, is killed as it starts it.
+run to their end, and so does one a worker holds (its worker starts it).
+A cancelled job that a worker runs kills that worker; one held behind
+another job is answered when the worker, having replied for that job, is
+killed as it starts it.
 """
 
 import json
