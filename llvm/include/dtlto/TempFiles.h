@@ -102,7 +102,9 @@ private:
 
 /// The temporary files a compiler that was writing one of ObjectPaths left
 /// next to it: clang writes <object stem>-<random>.o.tmp and renames it, and
-/// leaves it behind when it fails to write (a full disk) or is killed. Our
+/// leaves it behind when it fails to write (a full disk) or is killed;
+/// dtlto-backend writes <object>.tmp, left when it is killed (a cancelled
+/// batch worker). Our
 /// object names carry the linker's pid, so such files are the link's own.
 std::vector<std::string>
 strayCompilerFiles(llvm::ArrayRef<std::string> ObjectPaths);

@@ -7,6 +7,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
@@ -131,21 +132,28 @@ std::string thinArchiveMemberPath(StringRef ArchivePath, StringRef MemberName) {
 }
 
 std::vector<std::string> strayCompilerFiles(ArrayRef<std::string> ObjectPaths) {
-  // The objects by directory, each as the prefix its temporaries start with.
-  StringMap<std::vector<std::string>> Prefixes;
+  // The objects by directory: the prefix clang's temporaries start with,
+  // and the one name dtlto-backend's has.
+  struct Names {
+    std::vector<std::string> Stems;
+    StringSet<> Temps;
+  };
+  StringMap<Names> ByDir;
   for (StringRef Object : ObjectPaths) {
     StringRef Dir = sys::path::parent_path(Object);
-    Prefixes[Dir.empty() ? "." : Dir].push_back(
-        (sys::path::stem(Object) + "-").str());
+    Names &N = ByDir[Dir.empty() ? "." : Dir];
+    N.Stems.push_back((sys::path::stem(Object) + "-").str());
+    N.Temps.insert((sys::path::filename(Object) + ".tmp").str());
   }
   std::vector<std::string> Found;
-  for (const auto &[Dir, Stems] : Prefixes) {
+  for (const auto &[Dir, N] : ByDir) {
     std::error_code EC;
     for (sys::fs::directory_iterator I(Dir, EC), E; I != E && !EC;
          I.increment(EC)) {
       StringRef Name = sys::path::filename(I->path());
       if (Name.ends_with(".o.tmp") &&
-          any_of(Stems, [&](StringRef S) { return Name.starts_with(S); }))
+          (N.Temps.contains(Name) ||
+           any_of(N.Stems, [&](StringRef S) { return Name.starts_with(S); })))
         Found.push_back(I->path());
     }
   }

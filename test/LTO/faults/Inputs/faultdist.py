@@ -8,7 +8,8 @@ jobs ran), hang (sleep before running anything, until stopped). Per-job
 faults, JOB counting from 0 in manifest order: missing, empty, truncated
 (half the object), wrong-target (an AArch64 object), other-module (the
 object of the next job), late (the right object, written by a process left in the distributor's group,
-once the linker has exited).
+once the linker has exited), half-written (no object, and half of it in
+<object>.tmp: dtlto-backend's atomic write, killed before its rename).
 """
 import argparse
 import json
@@ -19,7 +20,7 @@ import sys
 import time
 
 JOB_FAULTS = ("missing", "empty", "truncated", "wrong-target", "other-module",
-              "late")
+              "late", "half-written")
 RUN_FAULTS = ("exit", "crash", "hang")
 
 
@@ -94,6 +95,12 @@ def main():
                 other = f.read()
             with open(path, "wb") as f:
                 f.write(other)
+        elif kind == "half-written":
+            with open(path, "rb") as f:
+                data = f.read()
+            os.remove(path)
+            with open(path + ".tmp", "wb") as f:
+                f.write(data[:len(data) // 2])
         elif kind == "late":
             with open(path, "rb") as f:
                 data = f.read()
