@@ -32,6 +32,7 @@ CASES = [
     ("wrong-target", ["--fault=wrong-target:2"], []),
     ("other-module", ["--fault=other-module:0"], []),
     ("late", ["--fault=late:1"], []),
+    ("half-written", ["--fault=half-written:1"], []),
     ("all-missing", ["--fault=missing:0", "--fault=missing:1",
                      "--fault=missing:2"], []),
 ]
