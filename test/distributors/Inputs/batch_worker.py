@@ -11,6 +11,7 @@ line behind it on stdin. What a job does depends on its module:
 
   fail*   prints to stderr and replies an error
   crash*  prints to stderr and kills the worker
+  mute*   prints to stderr, closes its stdout and lives on, never replying
   hold*   writes OUT half, records the worker's pid in ./held, never replies
   noout*  replies ok without writing OUT
   warn*   prints a warning to stderr as it starts, then as anything else
@@ -98,6 +99,11 @@ while (args := next_line()) is not None:
             signal.pause()
     elif module.startswith("noout"):
         reply = {"ok": True}
+    elif module.startswith("mute"):
+        say("closing my stdout")
+        os.close(1)
+        while True:
+            signal.pause()
     elif module.startswith("crash"):
         say("about to crash")
         os.kill(os.getpid(), signal.SIGKILL)

@@ -18,6 +18,7 @@ A distributor streams when its script has the line
 the engine then gives it a manifest without jobs.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -57,6 +58,8 @@ class Events:
         # job's events end with its final one whatever the threads do.
         self._closed: set[int] = set()
         self._lock = threading.Lock()
+        self._batching = 0  # batch() depth
+        self._batched: list[bytes] = []
         if self._fd is not None:
             # Ours alone: the jobs we start must not hold the pipe open.
             os.set_inheritable(self._fd, False)
@@ -73,6 +76,22 @@ class Events:
                 self._closed.add(job_id)
             self._write(job_id, event, fields)
 
+    @contextlib.contextmanager
+    def batch(self):
+        """The events emitted inside go out at its end, in one write: a
+        distributor's turn that reports three jobs wakes the linker once.
+        Only for code that does not block inside (the linker would wait)."""
+        with self._lock:
+            self._batching += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._batching -= 1
+                if not self._batching and self._batched:
+                    self._send(b"".join(self._batched))
+                    self._batched.clear()
+
     def _write(self, job_id: int, event: str, fields: dict) -> None:
         record = {"id": job_id, "event": event, "t": round(time.time(), 6)}
         record.update({k: v for k, v in fields.items() if v is not None})
@@ -80,12 +99,18 @@ class Events:
         if len(line) > MAX_LINE:
             record.pop("reason", None)
             line = (json.dumps(record, ensure_ascii=True) + "\n").encode()
+        if self._batching:
+            self._batched.append(line)
+        else:
+            self._send(line)
+
+    def _send(self, data: bytes) -> None:
         try:
-            # One write per line: lines from one process never interleave
-            # (a pipe write of up to PIPE_BUF bytes is atomic, and longer
-            # ones come from this process alone).
-            while line:
-                line = line[os.write(self._fd, line):]
+            # Under the lock, whole lines: lines from one process never
+            # interleave (a pipe write of up to PIPE_BUF bytes is atomic,
+            # and longer ones come from this process alone).
+            while data:
+                data = data[os.write(self._fd, data):]
         except OSError:
             self._fd = None  # the linker is gone, or closed the channel
 

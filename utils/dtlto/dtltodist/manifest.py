@@ -417,17 +417,9 @@ def _absolute_key():
     return key
 
 
-def _check_outputs_on_disk(m: Manifest, c: "_Checker | None" = None,
-                           where_of=lambda job: f"jobs[{job.index}]") -> None:
-    """Refuse outputs that are in the way: a job, or a distributor bringing
-    an object back, would write through a symlink (anywhere it points), into
-    a FIFO (and wait forever), or over the manifest; an existing output may
-    only be a regular file (a stale object of an earlier link), and not one
-    that is also an input (a hard link). Files that do not exist yet, or
-    cannot be looked at, are the jobs' business. c and where_of(job) name
-    the file and the job in messages."""
-    c = c or _Checker(m.path)
-    key = _absolute_key()
+def _our_files(m: Manifest, key) -> tuple[dict, dict]:
+    """The manifest and its side file, by absolute name and by inode: no
+    output may be either."""
     ours, our_names = {}, {}
     for name, p in (("the manifest", m.path), ("the side file", side_file_path(m.path))):
         our_names[key(p)] = name
@@ -436,6 +428,23 @@ def _check_outputs_on_disk(m: Manifest, c: "_Checker | None" = None,
             ours[(st.st_dev, st.st_ino)] = name
         except OSError:
             pass
+    return our_names, ours
+
+
+def _check_outputs_on_disk(m: Manifest, c: "_Checker | None" = None,
+                           where_of=lambda job: f"jobs[{job.index}]",
+                           key=None, our_files=None) -> None:
+    """Refuse outputs that are in the way: a job, or a distributor bringing
+    an object back, would write through a symlink (anywhere it points), into
+    a FIFO (and wait forever), or over the manifest; an existing output may
+    only be a regular file (a stale object of an earlier link), and not one
+    that is also an input (a hard link). Files that do not exist yet, or
+    cannot be looked at, are the jobs' business. c and where_of(job) name
+    the file and the job in messages. A caller checking job after job
+    passes its key (_absolute_key) and _our_files, made once."""
+    c = c or _Checker(m.path)
+    key = key or _absolute_key()
+    our_names, ours = our_files or _our_files(m, key)
     existing = []
     for job in m.jobs:
         for i, p in enumerate(job.outputs):
@@ -492,6 +501,7 @@ class StreamedJobs:
     def __init__(self, m: Manifest):
         self.m = m
         self._key = _absolute_key()
+        self._our_files = _our_files(m, self._key)
         self._inputs = {}  # absolute path -> what reads it
         self._outputs = {}  # absolute path -> what writes it
         for i, p in enumerate(m.common_inputs):
@@ -514,7 +524,8 @@ class StreamedJobs:
             if k in self._inputs:
                 raise c.error(f"outputs[{i}]", f"output {_quoted(p)} is also an input of "
                               f"{self._inputs[k]}")
-        _check_outputs_on_disk(dataclasses.replace(self.m, jobs=[job]), c, lambda job: "")
+        _check_outputs_on_disk(dataclasses.replace(self.m, jobs=[job]), c, lambda job: "",
+                               key, self._our_files)
         for p in job.inputs:
             self._inputs.setdefault(key(p), name)
         for p in job.outputs:

@@ -331,17 +331,18 @@ def take_feed(feed: JobFeed, reporter: Reporter, jobs: list[Job]):
     job, and the run (reporter.refused). Returns the new jobs and the ids the
     linker cancelled."""
     new, cancels = feed.read()
-    for job_id, problem in feed.problems:
-        reporter.error(f"the linker sent {problem}")
-        reporter.refused += 1
-        if job_id is not None:
+    with reporter.events.batch():  # a burst of records, one write back
+        for job_id, problem in feed.problems:
+            reporter.error(f"the linker sent {problem}")
+            reporter.refused += 1
+            if job_id is not None:
+                reporter.total += 1
+                reporter.events.failed(job_id, problem, retry=False)
+        feed.problems.clear()
+        for job in new:
+            jobs.append(job)
             reporter.total += 1
-            reporter.events.failed(job_id, problem, retry=False)
-    feed.problems.clear()
-    for job in new:
-        jobs.append(job)
-        reporter.total += 1
-        reporter.events.accepted(job.index)
+            reporter.events.accepted(job.index)
     return new, cancels
 
 

@@ -42,6 +42,9 @@ from .runner import (JobResult, Slots, check_all_outputs, check_outputs, drop_ca
                      signal_group, stop_groups, stop_signals_to, take_feed)
 
 
+# A worker whose stdout closed has that long to exit before it is killed: a
+# dying one exits at once, and one that lives on would never reply.
+_EXIT_GRACE = 5
 
 
 class _Worker:
@@ -55,7 +58,8 @@ class _Worker:
         self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, start_new_session=True)
-        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.out = self.proc.stdout.fileno()
+        os.set_blocking(self.out, False)
         self.buffer = b""
         self.jobs: deque[Job] = deque()
         self.err_start = 0
@@ -75,17 +79,19 @@ class _Worker:
         """(ended, reply): the reply to jobs[0] once its line is complete;
         ended is True when the worker closed its stdout (it died). A read
         can bring two replies: the second stays in the buffer for the next
-        call, which reads no more until it is used."""
+        call, which reads no more until it is used. One read(2) a call, on
+        the pipe itself: a file object's read() costs an fstat, an lseek
+        and a read that fails, each call, on every job."""
         if b"\n" not in self.buffer:
             try:
-                data = self.proc.stdout.read()
+                data = os.read(self.out, 65536)
             except BlockingIOError:
-                data = b""
-            if data is None:
-                data = b""
+                return False, None
+            if not data:
+                return True, None
             self.buffer += data
             if b"\n" not in self.buffer:
-                return data == b"" and self.proc.poll() is not None, None
+                return False, None
         line, self.buffer = self.buffer.split(b"\n", 1)
         try:
             reply = json.loads(line)
@@ -104,7 +110,7 @@ class _Worker:
             self.depth = 2
         else:
             end, self.depth = os.fstat(fd).st_size, 1
-        data = os.pread(fd, end - self.err_start, self.err_start)
+        data = os.pread(fd, end - self.err_start, self.err_start) if end > self.err_start else b""
         self.err_start = end
         return data
 
@@ -135,21 +141,27 @@ class BatchRunner:
         jobs = list(jobs)
         pending = deque(dispatch_order(jobs))
         workers: list[_Worker] = []
+        # The descriptors the last poll found readable (None: read them
+        # all): a job costs a few system calls, not a read of every pipe
+        # each time any of them has news.
+        ready: set[int] | None = None
         with stop_signals_to(self._on_signal) as wake_fd:
             try:
                 while not self._signal:
-                    # The linker's news before the workers' replies: a
-                    # cancel it sent before a reply came is seen first.
-                    if feed is not None:
-                        self._take_feed(feed, jobs, pending, workers)
-                    self._collect(workers, pending, jobs)
-                    if self.failure is None:
-                        self._dispatch(pending, workers)
+                    # The turn's events go to the linker in one write.
+                    with self.reporter.events.batch():
+                        # The linker's news before the workers' replies: a
+                        # cancel it sent before a reply came is seen first.
+                        if feed is not None and (ready is None or feed.fileno() in ready):
+                            self._take_feed(feed, jobs, pending, workers)
+                        self._collect(workers, pending, jobs, ready)
+                        if self.failure is None:
+                            self._dispatch(pending, workers)
                     busy = [w for w in workers if w.jobs]
                     more = feed is not None and not feed.ended
                     if not busy and (self.failure or (not pending and not more)):
                         break
-                    self._wait(busy, wake_fd,
+                    ready = self._wait(busy, wake_fd,
                                want_token=bool(pending) and not self.failure,
                                feed=feed if feed is not None and not feed.closed else None)
             finally:
@@ -249,7 +261,9 @@ class BatchRunner:
             return None
         return w
 
-    def _wait(self, busy, wake_fd, want_token: bool, feed=None) -> None:
+    def _wait(self, busy, wake_fd, want_token: bool, feed=None) -> set[int]:
+        """Sleeps until a worker, the linker, the jobserver or a signal has
+        news; returns the descriptors that have it."""
         poller = select.poll()
         poller.register(wake_fd, select.POLLIN)
         if feed is not None:
@@ -259,20 +273,27 @@ class BatchRunner:
         token_fd = self.slots.token_fd()
         if want_token and token_fd is not None:
             poller.register(token_fd, select.POLLIN)
-        poller.poll()
-        try:
-            while os.read(wake_fd, 64):
+        ready = {fd for fd, _ in poller.poll()}
+        if wake_fd in ready:
+            try:
+                while os.read(wake_fd, 64):
+                    pass
+            except BlockingIOError:
                 pass
-        except BlockingIOError:
-            pass
+        return ready
 
-    def _collect(self, workers, pending, jobs) -> None:
-        for w in [w for w in workers if w.jobs]:
+    def _collect(self, workers, pending, jobs, ready: set[int] | None) -> None:
+        """Every reply there is from the workers in ready (None: all), and
+        every complete one a read brought before."""
+        for w in [w for w in workers if w.jobs and (ready is None or w.out in ready
+                                                    or b"\n" in w.buffer)]:
             while w in workers and w.jobs:
                 ended, reply = w.read_reply()
                 if reply is None and not ended:
                     break
                 self._reply(w, ended, reply, workers, pending, jobs)
+                if b"\n" not in w.buffer:
+                    break  # one read a turn: the next poll says when there is more
 
     def _reply(self, w: _Worker, ended: bool, reply, workers, pending, jobs) -> None:
         """w's running job ended: with reply, or (ended) with the worker."""
@@ -280,7 +301,11 @@ class BatchRunner:
         stderr = w.take_stderr(reply)
         if ended:
             workers.remove(w)
-            w.proc.wait()
+            try:
+                w.proc.wait(timeout=_EXIT_GRACE)
+            except subprocess.TimeoutExpired:  # it closed its stdout and lives on
+                w.kill()
+                w.proc.wait()
             for queued in [j for j in w.jobs if j.index in w.cancelled]:
                 drop_cancelled(self.reporter, jobs, queued)
             w.jobs.clear()
