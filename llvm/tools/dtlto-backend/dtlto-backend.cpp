@@ -73,7 +73,9 @@ static const char *const Usage =
     "to -o; other options, which those daemons add, are ignored.\n"
     "With --memory it is a worker of the local distributor plugin: the link\n"
     "and its jobs come on stdin and the objects go to stdout, no file is\n"
-    "touched (docs/plugins.md).\n";
+    "touched (docs/plugins.md).\n"
+    "A worker (--batch, --memory) keeps the module files it has read, up to\n"
+    "DTLTO_BACKEND_CACHE_MIB (default 64; 0 keeps none past its job).\n";
 
 static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
@@ -88,6 +90,7 @@ struct JobArgs {
 struct ModuleFile {
   std::unique_ptr<MemoryBuffer> Buffer;
   BitcodeModule BM;
+  uint64_t LastJob = 0; // the last job that used it
 };
 
 /// What every job of a link shares, loaded once per process.
@@ -96,9 +99,64 @@ struct Link {
   /// Module files opened so far. A batch worker's jobs import from the same
   /// few modules again and again; opening each once, as in-process ThinLTO
   /// does with its inputs, saves about 1% of CPython's backend time. The
-  /// files do not change while the link's jobs run.
+  /// files do not change while the link's jobs run. Bounded: a worker of a
+  /// 30,000-module link would otherwise end up holding most of the
+  /// program's bitcode (190 MiB a worker at module scale 0.1), so past
+  /// CacheBytes the files the longest unused go, between jobs.
   StringMap<std::unique_ptr<ModuleFile>> Files;
+  uint64_t FileBytes = 0; // held in Files
+  uint64_t CacheBytes = uint64_t(64) << 20;
+  uint64_t Job = 0; // jobs begun
 };
+} // namespace
+
+// DTLTO_BACKEND_CACHE_MIB=<n>: the module files a worker keeps between jobs
+// (default 64 MiB; 0 keeps none).
+static Error setCacheBudget(Link &L) {
+  const char *Text = ::getenv("DTLTO_BACKEND_CACHE_MIB");
+  if (!Text)
+    return Error::success();
+  uint64_t MiB;
+  if (StringRef(Text).getAsInteger(10, MiB) || MiB >= (uint64_t(1) << 40))
+    return fail("DTLTO_BACKEND_CACHE_MIB='" + Twine(Text) +
+                "' is not a size in MiB (a whole number, 0 to keep no "
+                "module files between jobs)");
+  L.CacheBytes = MiB << 20;
+  return Error::success();
+}
+
+// Adds a module file to the cache, or says it is used again.
+static ModuleFile &keepFile(Link &L, std::unique_ptr<ModuleFile> &Slot,
+                            std::unique_ptr<ModuleFile> F) {
+  if (F) {
+    L.FileBytes += F->Buffer->getBufferSize();
+    Slot = std::move(F);
+  }
+  Slot->LastJob = L.Job;
+  return *Slot;
+}
+
+// After a job: back under half the budget, the files unused longest first,
+// so that a full cache is trimmed now and then, not after every job.
+static void trimFiles(Link &L) {
+  if (L.FileBytes <= L.CacheBytes)
+    return;
+  std::vector<std::pair<uint64_t, StringRef>> ByAge;
+  for (const auto &E : L.Files)
+    ByAge.push_back({E.second->LastJob, E.first()});
+  llvm::sort(ByAge);
+  std::vector<std::string> Gone;
+  for (const auto &[Job, Name] : ByAge) {
+    if (L.FileBytes <= L.CacheBytes / 2)
+      break;
+    L.FileBytes -= L.Files[Name]->Buffer->getBufferSize();
+    Gone.push_back(Name.str());
+  }
+  for (const std::string &Name : Gone)
+    L.Files.erase(Name);
+}
+
+namespace {
 } // namespace
 
 // Parses a job's own arguments: <module> -fthinlto-index=<shard> -o <object>.
@@ -135,16 +193,21 @@ static Expected<BitcodeModule> openModule(Link &L, StringRef Path,
                                           StringRef What) {
   std::unique_ptr<ModuleFile> &F = L.Files[Path];
   if (F)
-    return F->BM;
+    return keepFile(L, F, nullptr).BM;
   Expected<std::unique_ptr<MemoryBuffer>> Buf = readFile(Path, What);
-  if (!Buf)
+  if (!Buf) {
+    L.Files.erase(Path);
     return Buf.takeError();
+  }
   Expected<BitcodeModule> BM = lto::findThinLTOModule(**Buf);
-  if (!BM)
+  if (!BM) {
+    L.Files.erase(Path);
     return fail("'" + Path + "' holds no ThinLTO module: " +
                 toString(BM.takeError()));
-  F.reset(new ModuleFile{std::move(*Buf), *BM});
-  return F->BM;
+  }
+  return keepFile(L, F, std::make_unique<ModuleFile>(
+                            ModuleFile{std::move(*Buf), *BM}))
+      .BM;
 }
 
 // Compiles Module into Object. Its shard (ShardName in errors) is the
@@ -237,7 +300,9 @@ static int runBatch(Link &L) {
     }
     if (!E) {
       Expected<JobArgs> J = parseJobArgs(Args);
+      ++L.Job;
       E = J ? runJob(L, *J) : J.takeError();
+      trimFiles(L);
     }
     json::Object Result{{"ok", !E}};
     if (E)
@@ -365,6 +430,8 @@ static int runMemoryWorker() {
     return die(fail("--memory: the first message must be "
                     "{\"config\": C} and its bytes"));
   Link L;
+  if (Error E = setCacheBudget(L))
+    return die(std::move(E));
   if (Error E = loadConfig(L, "<memory>", Config))
     return die(std::move(E));
 
@@ -390,13 +457,16 @@ static int runMemoryWorker() {
     }
     // The modules, by the names the shards know them by. One sent
     // before is the same file: the link's inputs do not change.
+    ++L.Job;
     Error E = Error::success();
     for (size_t I = 0; I < Files.size() && !E; ++I) {
       if (I == 1)
         continue; // the shard
       std::unique_ptr<ModuleFile> &MF = L.Files[Files[I].first];
-      if (MF)
+      if (MF) {
+        keepFile(L, MF, nullptr);
         continue;
+      }
       auto Buf =
           MemoryBuffer::getMemBufferCopy(Files[I].second, Files[I].first);
       Expected<BitcodeModule> BM = lto::findThinLTOModule(*Buf);
@@ -406,7 +476,8 @@ static int runMemoryWorker() {
         L.Files.erase(Files[I].first);
         break;
       }
-      MF.reset(new ModuleFile{std::move(Buf), *BM});
+      keepFile(L, MF,
+               std::make_unique<ModuleFile>(ModuleFile{std::move(Buf), *BM}));
     }
     SmallString<0> Object;
     if (!E) {
@@ -424,6 +495,7 @@ static int runMemoryWorker() {
     else
       reply(json::Object{{"ok", true}, {"bytes", int64_t(Object.size())}},
             Object);
+    trimFiles(L);
   }
   outs().flush();
   sys::Process::Exit(0, /*NoCleanup=*/true);
@@ -450,6 +522,8 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
     return die(fail("--config= is required\n" + Twine(Usage)));
 
   Link L;
+  if (Error E = setCacheBudget(L))
+    return die(std::move(E));
   ErrorOr<std::unique_ptr<MemoryBuffer>> Config =
       MemoryBuffer::getFile(Inv.ConfigPath);
   if (!Config)

@@ -1,0 +1,40 @@
+"""Drives one dtlto-backend --batch worker for backend.test's CACHE case: m1's
+job (the worker opens m1.o), then m1.o moved away, then hub's job, which
+imports from m1. A worker that kept m1.o needs no file; one that dropped it
+cannot read it. Prints both replies; puts m1.o back.
+
+  cache_drive.py BACKEND CONFIG DIR   (DIR: the kept shards)
+"""
+import glob
+import os
+import subprocess
+import sys
+import json
+
+backend, config, out = sys.argv[1:4]
+
+
+def job(module, object_name):
+    shard = glob.glob(os.path.join(out, module + ".*.native.o.thinlto.bc"))[0]
+    return [module + ".o", "-fthinlto-index=" + shard, "-o",
+            os.path.join(out, object_name + ".o")]
+
+
+w = subprocess.Popen([backend, f"--config={config}", "--batch"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def run(args):
+    w.stdin.write((json.dumps(args) + "\n").encode())
+    w.stdin.flush()
+    print(w.stdout.readline().decode().strip())
+
+
+run(job("m1", "m1.cache"))
+os.rename("m1.o", "m1.o.away")
+try:
+    run(job("hub", "hub.cache"))
+finally:
+    os.rename("m1.o.away", "m1.o")
+w.stdin.close()
+sys.exit(w.wait())
