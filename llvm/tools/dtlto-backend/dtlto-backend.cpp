@@ -125,15 +125,23 @@ static Error setCacheBudget(Link &L) {
   return Error::success();
 }
 
-// Adds a module file to the cache, or says it is used again.
-static ModuleFile &keepFile(Link &L, std::unique_ptr<ModuleFile> &Slot,
-                            std::unique_ptr<ModuleFile> F) {
-  if (F) {
-    L.FileBytes += F->Buffer->getBufferSize();
-    Slot = std::move(F);
-  }
-  Slot->LastJob = L.Job;
-  return *Slot;
+// The cached module file Name, marked as used by this job; null if absent.
+static ModuleFile *cachedFile(Link &L, StringRef Name) {
+  auto It = L.Files.find(Name);
+  if (It == L.Files.end())
+    return nullptr;
+  It->second->LastJob = L.Job;
+  return It->second.get();
+}
+
+// Adds a module file, read for this job, to the cache.
+static ModuleFile &keepFile(Link &L, StringRef Name,
+                            std::unique_ptr<MemoryBuffer> Buffer,
+                            BitcodeModule BM) {
+  L.FileBytes += Buffer->getBufferSize();
+  std::unique_ptr<ModuleFile> &F = L.Files[Name];
+  F.reset(new ModuleFile{std::move(Buffer), BM, L.Job});
+  return *F;
 }
 
 // After a job: back under half the budget, the files unused longest first,
@@ -141,23 +149,21 @@ static ModuleFile &keepFile(Link &L, std::unique_ptr<ModuleFile> &Slot,
 static void trimFiles(Link &L) {
   if (L.FileBytes <= L.CacheBytes)
     return;
-  std::vector<std::pair<uint64_t, StringRef>> ByAge;
+  std::vector<std::tuple<uint64_t, size_t, StringRef>> ByAge;
   for (const auto &E : L.Files)
-    ByAge.push_back({E.second->LastJob, E.first()});
+    ByAge.push_back(
+        {E.second->LastJob, E.second->Buffer->getBufferSize(), E.first()});
   llvm::sort(ByAge);
   std::vector<std::string> Gone;
-  for (const auto &[Job, Name] : ByAge) {
+  for (const auto &[Job, Size, Name] : ByAge) {
     if (L.FileBytes <= L.CacheBytes / 2)
       break;
-    L.FileBytes -= L.Files[Name]->Buffer->getBufferSize();
+    L.FileBytes -= Size;
     Gone.push_back(Name.str());
   }
   for (const std::string &Name : Gone)
     L.Files.erase(Name);
 }
-
-namespace {
-} // namespace
 
 // Parses a job's own arguments: <module> -fthinlto-index=<shard> -o <object>.
 static Expected<JobArgs> parseJobArgs(ArrayRef<std::string> Args) {
@@ -191,23 +197,16 @@ static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef Path,
 // The ThinLTO module in the file at Path, opened on first use.
 static Expected<BitcodeModule> openModule(Link &L, StringRef Path,
                                           StringRef What) {
-  std::unique_ptr<ModuleFile> &F = L.Files[Path];
-  if (F)
-    return keepFile(L, F, nullptr).BM;
+  if (ModuleFile *F = cachedFile(L, Path))
+    return F->BM;
   Expected<std::unique_ptr<MemoryBuffer>> Buf = readFile(Path, What);
-  if (!Buf) {
-    L.Files.erase(Path);
+  if (!Buf)
     return Buf.takeError();
-  }
   Expected<BitcodeModule> BM = lto::findThinLTOModule(**Buf);
-  if (!BM) {
-    L.Files.erase(Path);
+  if (!BM)
     return fail("'" + Path + "' holds no ThinLTO module: " +
                 toString(BM.takeError()));
-  }
-  return keepFile(L, F, std::make_unique<ModuleFile>(
-                            ModuleFile{std::move(*Buf), *BM}))
-      .BM;
+  return keepFile(L, Path, std::move(*Buf), *BM).BM;
 }
 
 // Compiles Module into Object. Its shard (ShardName in errors) is the
@@ -462,22 +461,17 @@ static int runMemoryWorker() {
     for (size_t I = 0; I < Files.size() && !E; ++I) {
       if (I == 1)
         continue; // the shard
-      std::unique_ptr<ModuleFile> &MF = L.Files[Files[I].first];
-      if (MF) {
-        keepFile(L, MF, nullptr);
+      if (cachedFile(L, Files[I].first))
         continue;
-      }
       auto Buf =
           MemoryBuffer::getMemBufferCopy(Files[I].second, Files[I].first);
       Expected<BitcodeModule> BM = lto::findThinLTOModule(*Buf);
       if (!BM) {
         E = fail("'" + Files[I].first +
                  "' holds no ThinLTO module: " + toString(BM.takeError()));
-        L.Files.erase(Files[I].first);
         break;
       }
-      keepFile(L, MF,
-               std::make_unique<ModuleFile>(ModuleFile{std::move(Buf), *BM}));
+      keepFile(L, Files[I].first, std::move(Buf), *BM);
     }
     SmallString<0> Object;
     if (!E) {

@@ -117,6 +117,14 @@ class _Worker:
     def kill(self) -> None:
         signal_group(self.proc, None)
 
+    def reap(self, grace: float) -> None:
+        """Waits for the worker to exit, killing it after grace seconds."""
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.proc.wait()
+
     def close(self) -> None:
         try:
             self.proc.stdin.close()
@@ -172,11 +180,7 @@ class BatchRunner:
                 for w in workers:
                     w.close()
                 for w in workers:
-                    try:
-                        w.proc.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        w.kill()
-                        w.proc.wait()
+                    w.reap(grace=10)
                     w.err.close()
                 self.slots.close()
         return self._finish(jobs, len(workers))
@@ -301,11 +305,7 @@ class BatchRunner:
         stderr = w.take_stderr(reply)
         if ended:
             workers.remove(w)
-            try:
-                w.proc.wait(timeout=_EXIT_GRACE)
-            except subprocess.TimeoutExpired:  # it closed its stdout and lives on
-                w.kill()
-                w.proc.wait()
+            w.reap(grace=_EXIT_GRACE)  # one that closed its stdout and lives on is killed
             for queued in [j for j in w.jobs if j.index in w.cancelled]:
                 drop_cancelled(self.reporter, jobs, queued)
             w.jobs.clear()
