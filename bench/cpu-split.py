@@ -25,9 +25,7 @@ adds its own start and end to them (bench/run.py measures those).
 """
 
 import argparse
-import glob
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -37,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
+from benchlib.generate import find_generated  # noqa: E402
 from plugin import find_build  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
@@ -47,16 +46,12 @@ def find_program(args):
     """The recorded build of args.program: a generated one (gen<N>) of
     args.gen_module_scale, else bench/plugin.py's lookup."""
     if args.program.startswith("gen") and args.program[3:].isdigit():
-        for path in sorted(glob.glob(os.path.join(args.cache, "generated", "*",
-                                                  "dtlto-bench-build.json"))):
-            with open(path) as f:
-                build = json.load(f)
-            if (build.get("modules") == int(args.program[3:])
-                    and build.get("module_scale") == args.gen_module_scale):
-                return build
-        sys.exit(f"bench/cpu-split.py: no generated {args.program} at module scale "
-                 f"{args.gen_module_scale} in {args.cache}: run bench/run.py --programs "
-                 f"{args.program} --gen-module-scale {args.gen_module_scale} --build-only")
+        build = find_generated(args.cache, int(args.program[3:]), args.gen_module_scale)
+        if build is None:
+            sys.exit(f"bench/cpu-split.py: no generated {args.program} at module scale "
+                     f"{args.gen_module_scale} in {args.cache}: run bench/run.py --programs "
+                     f"{args.program} --gen-module-scale {args.gen_module_scale} --build-only")
+        return build
     return find_build(args.cache, args.program)
 
 

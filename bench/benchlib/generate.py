@@ -37,6 +37,7 @@ goes on where it stopped.
 import bisect
 import concurrent.futures
 import functools
+import glob
 import hashlib
 import json
 import os
@@ -605,3 +606,15 @@ def _info(name, spec, tree, link):
                        f"module scale {spec.module_scale}",
             "tree": tree, "cwd": link["cwd"], "args": link["args"], "output": "prog",
             "build_seconds": link.get("build_seconds")}
+
+
+def find_generated(cache, modules, module_scale):
+    """The recorded build (dtlto-bench-build.json) of the generated program
+    of this many modules at this module scale in cache, or None."""
+    for path in sorted(glob.glob(os.path.join(cache, "generated", "*",
+                                              "dtlto-bench-build.json"))):
+        with open(path) as f:
+            build = json.load(f)
+        if build.get("modules") == modules and build.get("module_scale") == module_scale:
+            return build
+    return None
