@@ -25,7 +25,6 @@ adds its own start and end to them (bench/run.py measures those).
 """
 
 import argparse
-import hashlib
 import os
 import shutil
 import subprocess
@@ -35,7 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib.generate import find_generated  # noqa: E402
+from benchlib.elfdiff import sha256 as sha  # noqa: E402
+from benchlib.generate import add_replay_options, find_generated  # noqa: E402
 from plugin import find_build  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
@@ -97,11 +97,6 @@ def link(build, mode, out, data, args):
         sys.exit(f"bench/cpu-split.py: the {mode} link failed:\n{proc.stderr}")
 
 
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -113,13 +108,8 @@ def main():
     p.add_argument("--jobs", type=int, default=2, help="threads or workers (default: 2)")
     p.add_argument("--link-dir", default="/dev/shm/cpu-split",
                    help="where the outputs and the engines' files go (default: %(default)s)")
-    p.add_argument("--gen-module-scale", type=float, default=0.1,
-                   help="the module scale of a generated program (default: %(default)s)")
-    p.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
-                                                     "/var/cache/dtlto-bench"))
-    p.add_argument("--ld-lld", default=os.path.join(SRC_ROOT, "build/bin/ld.lld"))
+    add_replay_options(p, SRC_ROOT)
     p.add_argument("--stock-ld-lld", default="/usr/lib/llvm-22/bin/ld.lld")
-    p.add_argument("--dtlto-backend", default=os.path.join(SRC_ROOT, "build/bin/dtlto-backend"))
     p.add_argument("--local-py", default=os.path.join(SRC_ROOT, "utils/dtlto/local.py"),
                    help="the distributor of the native mode (default: %(default)s)")
     p.add_argument("--python", default="/usr/bin/python3",

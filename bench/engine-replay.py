@@ -25,7 +25,6 @@ Each output is checked against the first link's (a real native link).
 """
 
 import argparse
-import hashlib
 import os
 import statistics
 import subprocess
@@ -37,7 +36,8 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
 from benchlib import trace  # noqa: E402
-from benchlib.generate import find_generated  # noqa: E402
+from benchlib.elfdiff import sha256 as sha  # noqa: E402
+from benchlib.generate import add_replay_options, find_generated  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
 
@@ -51,14 +51,6 @@ def find_program(name, args):
                  f"{args.gen_module_scale} in {args.cache}: run bench/run.py --programs "
                  f"{name} --gen-module-scale {args.gen_module_scale} --build-only")
     return build
-
-
-def sha(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def link(build, out, store, args, trace_path=None):
@@ -91,12 +83,7 @@ def main():
                    help="threads and workers of the storing link (default: 2)")
     p.add_argument("--link-dir", default="/dev/shm/engine-replay",
                    help="outputs, the engine's files and the object store (default: %(default)s)")
-    p.add_argument("--gen-module-scale", type=float, default=0.1,
-                   help="the module scale of the generated programs (default: %(default)s)")
-    p.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
-                                                     "/var/cache/dtlto-bench"))
-    p.add_argument("--ld-lld", default=os.path.join(SRC_ROOT, "build/bin/ld.lld"))
-    p.add_argument("--dtlto-backend", default=os.path.join(SRC_ROOT, "build/bin/dtlto-backend"))
+    add_replay_options(p, SRC_ROOT)
     p.add_argument("--python", default="/usr/bin/python3",
                    help="the interpreter of the distributors (default: %(default)s)")
     args = p.parse_args()

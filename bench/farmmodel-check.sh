@@ -9,8 +9,10 @@
 # link after an unshaped one. bench/farmmodel.py then predicts each shaped
 # link's distributor wall from the jobs' median durations in the unshaped
 # links plus each job's bytes at the rate (less tbf's burst), or plus the
-# per-job round trips the first delay measured, scaled to the others; and
-# prints prediction against measurement.
+# per-job round trips the first delay measured (the median over
+# CALIBRATION_LINKS links at it, default 3), scaled to the others, and for
+# reapi also from the round trips its protocol makes a job (uncalibrated);
+# and prints prediction against measurement.
 #   ssh    distributors/ssh/ssh.py to sshd hosts (test/distributors/ssh/
 #          Inputs/hosts.py); the rate limits what goes to the hosts (each
 #          job's inputs); the relay is ssh's ProxyCommand.
@@ -29,7 +31,7 @@
 #   bench/farmmodel-check.sh ssh /var/cache/dtlto-bench/generated/gen30-<key> /tmp/farm 16 4
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help || $# -lt 3 ]]; then
-  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
   [[ ${1:-} == -h || ${1:-} == --help ]] && exit 0 || exit 2
 fi
 engine=$1
@@ -179,6 +181,15 @@ for d in "${delays[@]}"; do
   plain
   link "delay$d" "$d"
 done
+# The calibration's own links: more of the first delay, each after an
+# unshaped link (CALIBRATION_LINKS in all, default 3, counting the one
+# above). One link's delay cost alone was off by 2.4x once in four runs.
+calibration=("$out/delay${delays[0]}.json")
+for ((k = 2; k <= ${CALIBRATION_LINKS:-3}; k++)); do
+  plain
+  link "delay${delays[0]}-$k" "${delays[0]}"
+  calibration+=("$out/delay${delays[0]}-$k.json")
+done
 reference=()
 for r in "${unshaped[@]}"; do reference+=(--durations-from "$r"); done
 
@@ -187,17 +198,56 @@ for rate in "${rates[@]}"; do
     "${reference[@]}" "$direction" "$(echo "$rate / 8" | bc -l)" --burst "$burst"
 done
 # Seconds the first delay added to each job, as two "round trips" of the
-# model: calibrated on the first delay against the unshaped links' median
-# distributor wall, scaled to the others.
-rtt_per_ms=$(/usr/bin/python3 -c '
+# model, scaled to the other delays: the median over the calibration links
+# of what each link's jobs took more than the same jobs' median in the
+# unshaped links. Two ways, printed side by side:
+#   jobs  each job's duration (the distributor's --timings: its start to
+#         its object back) less its median over the unshaped links,
+#         averaged over the link's jobs;
+#   wall  the link's distributor wall less the unshaped links' median,
+#         spread over its jobs (2 workers).
+calibrate() { # calibrate jobs|wall: seconds of model round trip per ms of delay
+  /usr/bin/python3 -c '
 import json, statistics, sys
-first, ms = json.load(open(sys.argv[1])), float(sys.argv[2])
-bases = [json.load(open(p)) for p in sys.argv[3:]]
+how, ms = sys.argv[1], float(sys.argv[2])
+split = sys.argv.index("--")
+links = [json.load(open(p)) for p in sys.argv[3:split]]
+bases = [json.load(open(p)) for p in sys.argv[split + 1:]]
+ref = {}
+for b in bases:
+    for j in b["jobs"]:
+        ref.setdefault(j["module"], []).append(j["seconds"])
 base = statistics.median(b["distributor_wall"] for b in bases)
-extra = (first["distributor_wall"] - base) * 2 / len(first["jobs"])  # 2 workers
-print(max(0.0, extra / 2 / ms))' "$out/delay${delays[0]}.json" "${delays[0]}" "${unshaped[@]}")
-echo "calibrated on ${delays[0]} ms: $rtt_per_ms s of model round trip per ms of delay"
-for d in "${delays[@]}"; do
-  /usr/bin/python3 "$here/farmmodel.py" validate "$out/delay$d.json" \
-    "${reference[@]}" --rtt "$(echo "$rtt_per_ms * $d" | bc -l)"
+
+def extra(link):  # seconds a job
+    if how == "jobs":
+        return statistics.mean(j["seconds"] - statistics.median(ref[j["module"]])
+                               for j in link["jobs"])
+    return (link["distributor_wall"] - base) * 2 / len(link["jobs"])  # 2 workers
+
+each = [extra(link) / 2 / ms for link in links]
+print(max(0.0, statistics.median(each)), " ".join(f"{e:.5f}" for e in each))' \
+    "$1" "${delays[0]}" "${calibration[@]}" -- "${unshaped[@]}"
+}
+# Uncalibrated, from the protocol: the real round trips (2 x DELAY each) of
+# a job of reapi.py once its connections are up: FindMissingBlobs for the
+# job's own blobs, Execute (its answer comes with the result), the object's
+# Read. The model pays 2 of its round trips a job, so its round trip is
+# trips x DELAY.
+if [[ $engine == reapi ]]; then
+  trips=3
+  echo "from the protocol: $trips round trips a job"
+  for d in "${delays[@]}"; do
+    /usr/bin/python3 "$here/farmmodel.py" validate "$out/delay$d.json" \
+      "${reference[@]}" --rtt "$(echo "$trips * $d / 1000" | bc -l)"
+  done
+fi
+for how in jobs wall; do
+  read -r rtt_per_ms each < <(calibrate "$how")
+  echo "calibrated on ${delays[0]} ms from the $how of ${#calibration[@]} links:" \
+    "$rtt_per_ms s of model round trip per ms of delay (each link: $each)"
+  for d in "${delays[@]}"; do
+    /usr/bin/python3 "$here/farmmodel.py" validate "$out/delay$d.json" \
+      "${reference[@]}" --rtt "$(echo "$rtt_per_ms * $d" | bc -l)"
+  done
 done

@@ -23,7 +23,6 @@ whether the output is byte-identical to an in-process ThinLTO link's.
 
 import argparse
 import glob
-import hashlib
 import json
 import os
 import re
@@ -38,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
+from benchlib.elfdiff import sha256 as sha  # noqa: E402
 from benchlib.trace import dtlto_scopes  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
@@ -89,11 +89,6 @@ def link(build, out, extra, env):
     if proc.returncode:
         sys.exit(f"bench/plugin.py: link failed:\n{proc.stderr}")
     return wall, proc.stderr
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def main():

@@ -618,3 +618,15 @@ def find_generated(cache, modules, module_scale):
         if build.get("modules") == modules and build.get("module_scale") == module_scale:
             return build
     return None
+
+
+def add_replay_options(parser, src_root):
+    """The options of the scripts that replay a prepared program's recorded
+    link with our tools (bench/cpu-split.py, bench/engine-replay.py)."""
+    parser.add_argument("--gen-module-scale", type=float, default=0.1,
+                        help="the module scale of a generated program (default: %(default)s)")
+    parser.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
+                                                          "/var/cache/dtlto-bench"))
+    parser.add_argument("--ld-lld", default=os.path.join(src_root, "build/bin/ld.lld"))
+    parser.add_argument("--dtlto-backend",
+                        default=os.path.join(src_root, "build/bin/dtlto-backend"))
