@@ -35,7 +35,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
-from benchlib.generate import add_replay_options, find_generated  # noqa: E402
+from benchlib.generate import add_replay_options, is_generated_name, require_generated  # noqa: E402
 from plugin import find_build  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
@@ -45,13 +45,9 @@ FREQ = 999  # samples a second per CPU
 def find_program(args):
     """The recorded build of args.program: a generated one (gen<N>) of
     args.gen_module_scale, else bench/plugin.py's lookup."""
-    if args.program.startswith("gen") and args.program[3:].isdigit():
-        build = find_generated(args.cache, int(args.program[3:]), args.gen_module_scale)
-        if build is None:
-            sys.exit(f"bench/cpu-split.py: no generated {args.program} at module scale "
-                     f"{args.gen_module_scale} in {args.cache}: run bench/run.py --programs "
-                     f"{args.program} --gen-module-scale {args.gen_module_scale} --build-only")
-        return build
+    if is_generated_name(args.program):
+        return require_generated(args.cache, args.program, args.gen_module_scale,
+                                 "bench/cpu-split.py")
     return find_build(args.cache, args.program)
 
 

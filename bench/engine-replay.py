@@ -37,20 +37,9 @@ sys.dont_write_bytecode = True
 
 from benchlib import trace  # noqa: E402
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
-from benchlib.generate import add_replay_options, find_generated  # noqa: E402
+from benchlib.generate import add_replay_options, require_generated  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
-
-
-def find_program(name, args):
-    modules = name[3:]
-    build = (find_generated(args.cache, int(modules), args.gen_module_scale)
-             if name.startswith("gen") and modules.isdigit() else None)
-    if build is None:
-        sys.exit(f"bench/engine-replay.py: no generated {name} at module scale "
-                 f"{args.gen_module_scale} in {args.cache}: run bench/run.py --programs "
-                 f"{name} --gen-module-scale {args.gen_module_scale} --build-only")
-    return build
 
 
 def link(build, out, store, args, trace_path=None):
@@ -90,7 +79,8 @@ def main():
     if args.runs < 1:
         p.error("--runs must be at least 1")
     names = args.programs.split(",")
-    builds = {n: find_program(n, args) for n in names}
+    builds = {n: require_generated(args.cache, n, args.gen_module_scale,
+                                   "bench/engine-replay.py") for n in names}
     reference = {}
     for n in names:
         d = os.path.join(args.link_dir, n)
@@ -110,11 +100,11 @@ def main():
             ph = trace.phases(tt)
             # Per module, as bench/scale.py's table divides (the jobs are
             # one more: main.o).
-            jobs = builds[n]["modules"]
-            ms = 1000 * ph["engine"] / jobs
+            modules = builds[n]["modules"]
+            ms = 1000 * ph["engine"] / modules
             per_job[n].append(ms)
             same = "same" if sha(os.path.join(d, "prog")) == reference[n] else "DIFFERS"
-            print(f"{n} {jobs} {r} {wall:.2f} {ph['thin_link']:.3f} {ph['shards']:.3f} "
+            print(f"{n} {modules} {r} {wall:.2f} {ph['thin_link']:.3f} {ph['shards']:.3f} "
                   f"{ph['after']:.3f} {ph['input_prep']:.3f} {ph['engine']:.3f} {ms:.4f} {same}",
                   flush=True)
     first = statistics.median(per_job[names[0]])

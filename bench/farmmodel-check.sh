@@ -229,6 +229,12 @@ each = [extra(link) / 2 / ms for link in links]
 print(max(0.0, statistics.median(each)), " ".join(f"{e:.5f}" for e in each))' \
     "$1" "${delays[0]}" "${calibration[@]}" -- "${unshaped[@]}"
 }
+predict_delays() { # predict_delays RTT_PER_MS: the model against every delayed link
+  for d in "${delays[@]}"; do
+    /usr/bin/python3 "$here/farmmodel.py" validate "$out/delay$d.json" \
+      "${reference[@]}" --rtt "$(echo "$1 * $d" | bc -l)"
+  done
+}
 # Uncalibrated, from the protocol: the real round trips (2 x DELAY each) of
 # a job of reapi.py once its connections are up: FindMissingBlobs for the
 # job's own blobs, Execute (its answer comes with the result), the object's
@@ -237,17 +243,11 @@ print(max(0.0, statistics.median(each)), " ".join(f"{e:.5f}" for e in each))' \
 if [[ $engine == reapi ]]; then
   trips=3
   echo "from the protocol: $trips round trips a job"
-  for d in "${delays[@]}"; do
-    /usr/bin/python3 "$here/farmmodel.py" validate "$out/delay$d.json" \
-      "${reference[@]}" --rtt "$(echo "$trips * $d / 1000" | bc -l)"
-  done
+  predict_delays "$(echo "$trips / 1000" | bc -l)"
 fi
 for how in jobs wall; do
   read -r rtt_per_ms each < <(calibrate "$how")
   echo "calibrated on ${delays[0]} ms from the $how of ${#calibration[@]} links:" \
     "$rtt_per_ms s of model round trip per ms of delay (each link: $each)"
-  for d in "${delays[@]}"; do
-    /usr/bin/python3 "$here/farmmodel.py" validate "$out/delay$d.json" \
-      "${reference[@]}" --rtt "$(echo "$rtt_per_ms * $d" | bc -l)"
-  done
+  predict_delays "$rtt_per_ms"
 done

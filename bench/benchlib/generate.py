@@ -45,6 +45,7 @@ import random
 import re
 import shlex
 import subprocess
+import sys
 import time
 
 from . import BenchError
@@ -618,6 +619,24 @@ def find_generated(cache, modules, module_scale):
         if build.get("modules") == modules and build.get("module_scale") == module_scale:
             return build
     return None
+
+
+def is_generated_name(name):
+    """Whether name names a generated program: gen<N>."""
+    return name.startswith("gen") and name[3:].isdigit()
+
+
+def require_generated(cache, name, module_scale, tool):
+    """The recorded build of the generated program called name (gen<N>) at
+    this module scale; when there is none, exit with the command that
+    builds it (tool names the script that asked)."""
+    build = (find_generated(cache, int(name[3:]), module_scale)
+             if is_generated_name(name) else None)
+    if build is None:
+        sys.exit(f"{tool}: no generated {name} at module scale {module_scale} in {cache}: "
+                 f"run bench/run.py --programs {name} --gen-module-scale {module_scale} "
+                 f"--build-only")
+    return build
 
 
 def add_replay_options(parser, src_root):

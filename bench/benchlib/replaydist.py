@@ -38,6 +38,16 @@ def key(m, job):
     return (name[len(prefix):] if name.startswith(prefix) else name) + ".o"
 
 
+def store(obj, path):
+    """Copy obj to path whole or not at all."""
+    try:
+        shutil.copyfile(obj, path + ".tmp")
+        os.replace(path + ".tmp", path)
+    finally:
+        if os.path.exists(path + ".tmp"):
+            os.remove(path + ".tmp")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -55,10 +65,17 @@ def main():
         code = subprocess.run(rest).returncode
         if code:
             return code
+        # A distributor that exits 0 with an object missing is the link's
+        # to report; the store takes nothing from it.
+        missing = [(i, j.object) for i, j in enumerate(m.jobs) if not os.path.exists(j.object)]
+        if missing:
+            i, obj = missing[0]
+            print(f"replaydist: the distributor exited 0 with no object for job {i} ({obj}) "
+                  f"and {len(missing) - 1} more: nothing stored", file=sys.stderr)
+            return 1
         os.makedirs(args.store, exist_ok=True)
         for job, path in zip(m.jobs, stored):
-            shutil.copyfile(job.object, path + ".tmp")
-            os.replace(path + ".tmp", path)
+            store(job.object, path)
         print(f"replaydist: stored {len(m.jobs)} objects in {args.store}", file=sys.stderr)
         return 0
     events = Events()
