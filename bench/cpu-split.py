@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
+from benchlib import BenchError  # noqa: E402
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
 from benchlib.generate import add_replay_options, is_generated_name, require_generated  # noqa: E402
 from plugin import find_build  # noqa: E402
@@ -46,8 +47,10 @@ def find_program(args):
     """The recorded build of args.program: a generated one (gen<N>) of
     args.gen_module_scale, else bench/plugin.py's lookup."""
     if is_generated_name(args.program):
-        return require_generated(args.cache, args.program, args.gen_module_scale,
-                                 "bench/cpu-split.py")
+        try:
+            return require_generated(args.cache, args.program, args.gen_module_scale)
+        except BenchError as e:
+            sys.exit(f"bench/cpu-split.py: {e}")
     return find_build(args.cache, args.program)
 
 

@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib import trace  # noqa: E402
+from benchlib import BenchError, trace  # noqa: E402
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
 from benchlib.generate import add_replay_options, require_generated  # noqa: E402
 
@@ -79,8 +79,10 @@ def main():
     if args.runs < 1:
         p.error("--runs must be at least 1")
     names = args.programs.split(",")
-    builds = {n: require_generated(args.cache, n, args.gen_module_scale,
-                                   "bench/engine-replay.py") for n in names}
+    try:
+        builds = {n: require_generated(args.cache, n, args.gen_module_scale) for n in names}
+    except BenchError as e:
+        sys.exit(f"bench/engine-replay.py: {e}")
     reference = {}
     for n in names:
         d = os.path.join(args.link_dir, n)

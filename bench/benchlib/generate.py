@@ -45,7 +45,6 @@ import random
 import re
 import shlex
 import subprocess
-import sys
 import time
 
 from . import BenchError
@@ -626,16 +625,16 @@ def is_generated_name(name):
     return name.startswith("gen") and name[3:].isdigit()
 
 
-def require_generated(cache, name, module_scale, tool):
+def require_generated(cache, name, module_scale):
     """The recorded build of the generated program called name (gen<N>) at
-    this module scale; when there is none, exit with the command that
-    builds it (tool names the script that asked)."""
+    this module scale; when there is none, a BenchError naming the command
+    that builds it."""
     build = (find_generated(cache, int(name[3:]), module_scale)
              if is_generated_name(name) else None)
     if build is None:
-        sys.exit(f"{tool}: no generated {name} at module scale {module_scale} in {cache}: "
-                 f"run bench/run.py --programs {name} --gen-module-scale {module_scale} "
-                 f"--build-only")
+        raise BenchError(f"no generated {name} at module scale {module_scale} in {cache}: "
+                         f"run bench/run.py --programs {name} --gen-module-scale "
+                         f"{module_scale} --build-only")
     return build
 
 

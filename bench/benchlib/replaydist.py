@@ -28,6 +28,7 @@ sys.dont_write_bytecode = True
 
 from dtltodist import manifest as manifest_mod  # noqa: E402
 from dtltodist.events import Events  # noqa: E402
+from dtltodist.runner import output_problem  # noqa: E402
 
 PID = re.compile(r"\.\d+\.native\.o$")
 
@@ -65,13 +66,14 @@ def main():
         code = subprocess.run(rest).returncode
         if code:
             return code
-        # A distributor that exits 0 with an object missing is the link's
-        # to report; the store takes nothing from it.
-        missing = [(i, j.object) for i, j in enumerate(m.jobs) if not os.path.exists(j.object)]
-        if missing:
-            i, obj = missing[0]
-            print(f"replaydist: the distributor exited 0 with no object for job {i} ({obj}) "
-                  f"and {len(missing) - 1} more: nothing stored", file=sys.stderr)
+        # A distributor that exits 0 with an object missing or empty is the
+        # link's to report; the store takes nothing from it, or every later
+        # relink would be served the bad object.
+        bad = [(i, j.object, why) for i, j in enumerate(m.jobs) if (why := output_problem(j.object))]
+        if bad:
+            i, obj, why = bad[0]
+            print(f"replaydist: the distributor exited 0 with no usable object for job {i} "
+                  f"({obj} {why}) and {len(bad) - 1} more: nothing stored", file=sys.stderr)
             return 1
         os.makedirs(args.store, exist_ok=True)
         for job, path in zip(m.jobs, stored):
