@@ -14,7 +14,7 @@ last changed more than --older-than minutes ago. The age matters where a
 directory is shared across pid namespaces (containers) or machines: there a
 live link's pid looks dead from here.
 
-The copies of archive members (<output stem>.<member stem>.<hash>.o) have no
+The copies of archive members (<archive>(<member>).<output stem>.<hash>.o) have no
 pid in their names: the next link of the same output writes them again and
 removes them. --copies removes those too, when nothing links into DIR.
 """

@@ -14,15 +14,19 @@
 //   object:        <module stem>.<task>.<pid>.native.o
 //   index shard:   <object>.thinlto.bc
 //   archive member / FatLTO bitcode:
-//                  <output stem>.<member stem>.<content hash>.o
+//                  <member name>.<output stem>.<content hash>.o, where the
+//                  member name is the module ID's file name without LLD's
+//                  member offset: "lib.a(m.o)"
 //                  (upstream-compatible mode: LLVM's own
 //                  <module ID's file name>.<input number>.<PID in hex>.o)
 //
 // The copies of archive members are named by content, not by the linker's
 // pid: their paths are recorded in the index shards of every job that imports
 // from them, so a pid would make every such job new to a remote engine's
-// action cache. The output stem keeps concurrent links of different outputs
-// in one directory apart.
+// action cache. They start with the module's in-process name, so that they
+// sort as in-process ThinLTO's module IDs do (the importer's order, which
+// places imported variables). The output stem keeps concurrent links of
+// different outputs in one directory apart.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,14 +52,14 @@ std::string backendConfigPath(llvm::StringRef LinkerOutputFile);
 std::string objectPath(llvm::StringRef LinkerOutputFile,
                        llvm::StringRef ModuleID, unsigned Task);
 std::string shardPath(llvm::StringRef ObjectPath);
+/// The copy of a module whose bitcode is Bitcode and whose in-process name
+/// is ModuleName ("lib.a(m.o)": copyName()).
 std::string serializedInputPath(llvm::StringRef LinkerOutputFile,
-                                llvm::StringRef MemberName,
+                                llvm::StringRef ModuleName,
                                 llvm::StringRef Bitcode);
-/// The member's file name in the module ID a linker gives an archive member
-/// when it does not say which archive it is from: "m.o" for LLD's
-/// "lib.a(m.o at 88)" (ELF, wasm) and "lib.a(m.o)120" (Mach-O), and for
-/// LLVMgold.so's "lib.a.llvm.120.m.o"; else the ID's own file name.
-std::string memberFileName(llvm::StringRef ModuleID);
+/// The start of such a copy's name: ModuleID's file name, with the offset
+/// of LLD's member IDs dropped ("lib.a(m.o at 88)" -> "lib.a(m.o)").
+std::string copyName(llvm::StringRef ModuleID);
 /// LLVM's own name for such a copy, used in upstream-compatible mode: the
 /// file name of the module ID (e.g. "lib.a(m.o at 88)"), the number of
 /// inputs added so far, and the linker's pid in upper-case hex.

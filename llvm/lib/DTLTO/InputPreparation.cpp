@@ -8,6 +8,7 @@
 #include "llvm/LTO/LTO.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 using namespace llvm;
 using namespace llvm::lto;
@@ -69,9 +70,14 @@ Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
     bool UpstreamNames = Compat && *Compat;
     if (!Compat)
       consumeError(Compat.takeError());
-    std::string Name = Input.getMemberName().str();
-    if (Name.empty())
-      Name = memberFileName(Input.getName());
+    // What names the module in-process: "lib.a(m.o)" for a member, as
+    // LLD's IDs do without their offset, whatever ID this linker gave it.
+    std::string Name =
+        !Archive.empty() && !Input.getMemberName().empty()
+            ? (sys::path::filename(Archive) + "(" +
+               sys::path::filename(Input.getMemberName()) + ")")
+                  .str()
+            : copyName(OldID);
     NewID = UpstreamNames
                 ? upstreamSerializedInputPath(C.LinkerOutputFile, OldID,
                                               C.InputNumber)

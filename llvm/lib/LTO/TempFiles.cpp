@@ -74,12 +74,42 @@ bool isSafeModulePath(StringRef Path) {
   return llvm::all_of(Path, [](char C) { return isASCII(C); });
 }
 
+std::string copyName(StringRef ModuleID) {
+  // LLD's "lib.a(m.o at 88)" (ELF, wasm), "lib.a(m.o)120" (Mach-O) and
+  // LLVMgold.so's "lib.a.llvm.88.m.o" become "lib.a(m.o)": the offset would
+  // change the copy's path, and so the shards of every job importing from
+  // it, whenever a member before it changes.
+  StringRef Name = sys::path::filename(ModuleID);
+  size_t Open = Name.find('(');
+  size_t Close = Name.rfind(')');
+  if (Open == StringRef::npos || Close == StringRef::npos || Close < Open) {
+    size_t LLVM = Name.find(".llvm.");
+    if (LLVM == StringRef::npos)
+      return Name.str();
+    auto [Offset, Member] = Name.substr(LLVM + strlen(".llvm.")).split('.');
+    if (Offset.empty() || !all_of(Offset, isDigit) || Member.empty())
+      return Name.str();
+    return (Name.take_front(LLVM) + "(" + Member + ")").str();
+  }
+  StringRef Member = Name.slice(Open + 1, Close);
+  size_t At = Member.rfind(" at ");
+  if (At != StringRef::npos && !Member.substr(At + 4).empty() &&
+      all_of(Member.substr(At + 4), isDigit))
+    Member = Member.take_front(At);
+  return (Name.take_front(Open + 1) + Member + ")").str();
+}
+
 std::string serializedInputPath(StringRef LinkerOutputFile,
-                                StringRef MemberName, StringRef Bitcode) {
+                                StringRef ModuleName, StringRef Bitcode) {
   std::array<uint8_t, 8> Hash =
       BLAKE3::hash<8>(arrayRefFromStringRef(Bitcode));
-  std::string Name = (sys::path::stem(LinkerOutputFile) + "." +
-                      sys::path::stem(MemberName) + "." +
+  // The name starts with the module's in-process name, so that the copies
+  // sort among themselves as their in-process module IDs do: a job takes
+  // the modules it imports from in the sorted order of their IDs, and that
+  // order decides where the variables it imports go. A name that sorted
+  // otherwise would give another layout than in-process ThinLTO's.
+  std::string Name = (ModuleName + "." +
+                      sys::path::stem(LinkerOutputFile) + "." +
                       toHex(Hash, /*LowerCase=*/true) + ".o")
                          .str();
   // The copy's path goes into index shards: ASCII only. The output
@@ -94,24 +124,6 @@ std::string serializedInputPath(StringRef LinkerOutputFile,
   SmallString<256> Path(Dir);
   sys::path::append(Path, Name);
   return notAnOption(Path);
-}
-
-std::string memberFileName(StringRef ModuleID) {
-  StringRef Name = sys::path::filename(ModuleID);
-  size_t Open = Name.find('(');
-  size_t Close = Name.rfind(')');
-  if (Open != StringRef::npos && Close != StringRef::npos && Open < Close) {
-    StringRef Member = Name.slice(Open + 1, Close);
-    return Member.split(" at ").first.str();
-  }
-  size_t LLVM = Name.find(".llvm.");
-  if (LLVM != StringRef::npos) {
-    StringRef Rest = Name.substr(LLVM + strlen(".llvm."));
-    auto [Offset, Member] = Rest.split('.');
-    if (!Offset.empty() && all_of(Offset, isDigit) && !Member.empty())
-      return Member.str();
-  }
-  return Name.str();
 }
 
 std::string upstreamSerializedInputPath(StringRef LinkerOutputFile,
