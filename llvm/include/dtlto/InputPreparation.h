@@ -43,10 +43,12 @@ struct InputContext {
 };
 
 /// The module ID Input must get, or "" when it keeps its own:
-///   - members of regular archives, the bitcode inside FatLTO objects (loose,
-///     or in either kind of archive) and inputs that are no file of their
-///     own: a copy in the output's directory (recorded, written later);
-///   - members of thin archives: the member's own path;
+///   - archive members, the bitcode inside FatLTO objects (loose, or in
+///     either kind of archive) and inputs that are no file of their own: a
+///     copy in the output's directory (recorded, written later; a thin
+///     archive's member is hard-linked there where it can be);
+///   - members of thin archives in upstream-compatible mode: the member's
+///     own path, as LLVM's DTLTO;
 ///   - inputs whose path is not ASCII (LLVM 22's index writer garbles such
 ///     paths): a copy with an ASCII name.
 llvm::Expected<std::string> prepareInput(llvm::lto::InputFile &Input,

@@ -1,8 +1,7 @@
 //===- PreparedInputs.h - What input preparation tells the backend --------===//
 //
 // Input preparation (lto::DTLTO) gives some modules new IDs: archive members
-// and FatLTO bitcode get a file of their own, thin archive members their own
-// path. The backend needs to know, for such a module, the name users know it
+// (regular and thin) and FatLTO bitcode get a file of their own. The backend needs to know, for such a module, the name users know it
 // by (for LLD's diagnostics and the files of --thinlto-emit-index-files) and,
 // for a copy, the bytes to write. Copies are written by the backend, and only
 // those a job reads: a relink served wholly from the ThinLTO cache writes
@@ -29,8 +28,12 @@ namespace dtlto {
 struct PreparedInput {
   std::string OriginalName; // e.g. "lib.a(m.o at 140)"
   /// The bitcode file to write at the module ID's path; empty when the
-  /// module ID names an existing file (a thin archive member).
+  /// module ID names an existing file (a loose bitcode file).
   llvm::MemoryBufferRef Copy;
+  /// A file with exactly Copy's bytes (a thin archive's member): the copy
+  /// is a hard link to it where the file system allows one, and written
+  /// otherwise.
+  std::string LinkFrom;
   std::string Description; // "archive member 'lib.a(m.o)'", for errors
 };
 

@@ -45,6 +45,28 @@ Expected<bool> isThinArchiveFile(StringRef Path) {
   return (*Head)->getBuffer() == ThinMagic;
 }
 
+// A thin archive's member is a file of its own, which a remote job could
+// read in place, as LLVM's DTLTO does. Ours gets a copy's name all the same
+// (a hard link, PreparedInputs.cpp): a job takes the modules it imports from
+// in the sorted order of their IDs, which places the variables it imports,
+// and a member's own path ("obj/m25.o") sorts unlike its in-process ID
+// ("lib/libg2.a(m25.o at 11152)") where the copy's name
+// ("libg2.a(m25.o).<output stem>.<hash>.o") sorts as regular members' do.
+// The member's path, when the input is such a member and that file is it.
+static Expected<std::string> thinMemberFile(InputFile &Input,
+                                            const InputContext &C) {
+  StringRef Archive = Input.getArchivePath();
+  if (Archive.empty() || Input.isFatLTOObject())
+    return std::string();
+  Expected<bool> Thin = C.IsThinArchive(Archive);
+  if (!Thin)
+    return Thin.takeError();
+  if (!*Thin)
+    return std::string();
+  std::string Path = thinArchiveMemberPath(Archive, Input.getMemberName());
+  return isOwnFile(Input, Path) ? Path : std::string();
+}
+
 Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
   BitcodeModule &BM = Input.getPrimaryBitcodeModule();
   StringRef OldID = BM.getModuleIdentifier();
@@ -55,21 +77,20 @@ Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
   if (InPlace && isSafeModulePath(OldID))
     return std::string();
 
+  Expected<std::string> ThinMember = thinMemberFile(Input, C);
+  if (!ThinMember)
+    return ThinMember.takeError();
+  // A bad setting fails the link once, in the backend (which reads it
+  // before any job runs); here it only means our names.
+  Expected<bool> Compat = upstreamCompat();
+  bool UpstreamNames = Compat && *Compat;
+  if (!Compat)
+    consumeError(Compat.takeError());
+
   std::string NewID;
-  if (!Archive.empty() && !Input.isFatLTOObject()) {
-    Expected<bool> Thin = C.IsThinArchive(Archive);
-    if (!Thin)
-      return Thin.takeError();
-    if (*Thin)
-      NewID = thinArchiveMemberPath(Archive, Input.getMemberName());
-  }
-  if (NewID.empty() || !isSafeModulePath(NewID)) {
-    // A bad setting fails the link once, in the backend (which reads it
-    // before any job runs); here it only means our names.
-    Expected<bool> Compat = upstreamCompat();
-    bool UpstreamNames = Compat && *Compat;
-    if (!Compat)
-      consumeError(Compat.takeError());
+  if (UpstreamNames && isSafeModulePath(*ThinMember))
+    NewID = *ThinMember;
+  if (NewID.empty()) {
     // What names the module in-process: "lib.a(m.o)" for a member, as
     // LLD's IDs do without their offset, whatever ID this linker gave it.
     std::string Name =
@@ -94,6 +115,7 @@ Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
   if (Input.getSerializeForDistribution()) {
     Prepared.Copy = Input.getFileBuffer();
     Prepared.Description = describe(Input);
+    Prepared.LinkFrom = std::move(*ThinMember);
   }
   recordPreparedInput(NewID, std::move(Prepared));
   return NewID;

@@ -5,6 +5,7 @@
 #include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Parallel.h"
 #include "llvm/Support/TimeProfiler.h"
 #include <mutex>
@@ -29,6 +30,22 @@ std::string originalName(StringRef ModuleID) {
                               : It->second.OriginalName;
 }
 
+// A thin archive's member is a file already: a hard link gives the copy its
+// name without writing its bytes. Where there can be none (another file
+// system, a file of another user's under protected_hardlinks, a name taken
+// by a stale copy), the bytes are written as for any other copy. Written
+// next to the name and renamed over it: a stale copy a killed link left
+// there may be a hard link to a member, whose file must not be truncated
+// and written through it.
+static std::error_code writeCopy(StringRef Path, const PreparedInput &Input) {
+  if (!Input.LinkFrom.empty() &&
+      !sys::fs::create_hard_link(Input.LinkFrom, Path))
+    return std::error_code();
+  return writeFileOrError(
+      Path, [&](raw_ostream &OS) { OS << Input.Copy.getBuffer(); },
+      /*Atomic=*/true);
+}
+
 Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
                   function_ref<void(StringRef)> Register,
                   function_ref<void(StringRef)> Forget) {
@@ -50,9 +67,7 @@ Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
   parallelFor(0, ToWrite.size(), [&](size_t I) {
     WorkerTrace Worker(Trace);
     TimeTraceScope Scope("Serialize bitcode input for DTLTO", ToWrite[I].first);
-    Results[I] = writeFileOrError(ToWrite[I].first, [&](raw_ostream &OS) {
-      OS << ToWrite[I].second.Copy.getBuffer();
-    });
+    Results[I] = writeCopy(ToWrite[I].first, ToWrite[I].second);
   });
   std::optional<size_t> First;
   for (size_t I = 0; I < ToWrite.size(); ++I) {
