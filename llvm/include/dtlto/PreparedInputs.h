@@ -1,9 +1,10 @@
 //===- PreparedInputs.h - What input preparation tells the backend --------===//
 //
 // Input preparation (lto::DTLTO) gives some modules new IDs: archive members
-// (regular and thin) and FatLTO bitcode get a file of their own. The backend needs to know, for such a module, the name users know it
-// by (for LLD's diagnostics and the files of --thinlto-emit-index-files) and,
-// for a copy, the bytes to write. Copies are written by the backend, and only
+// (regular and thin) and FatLTO bitcode get a file of their own. The backend
+// needs to know, for such a module, the name users know it by (for LLD's
+// diagnostics and the files of --thinlto-emit-index-files) and, for a copy,
+// the bytes to write. Copies are written by the backend, and only
 // those a job reads: a relink served wholly from the ThinLTO cache writes
 // none. lto::DTLTO and the backend are separate objects that LLD's interfaces
 // do not connect, hence this process-wide table.
