@@ -14,9 +14,13 @@ from, the link's common inputs (dtlto-backend's configuration and combined
 index, a sample profile) and its object; which of those files the linker
 wrote for this link (modified at or after T, the time the harness started
 the link: shards, copies of archive members, dtlto-backend's files) and
-which were already there (the program's own bitcode). Per link: the
-manifest's and side file's size, and how many files and bytes the linker
-wrote. With the real distributor's --timings, each job's start and end.
+which were already there (the program's own bitcode). A name the linker
+made as a hard link to a file that was there (a thin-archive member's
+copy name) is a file the link made, but no bytes it wrote: its contents
+keep their old modification time, while the link changed the inode's
+change time and link count. Per link: the manifest's and side file's
+size, how many files the linker made (hard links included) and how many
+bytes it wrote. With the real distributor's --timings, each job's start and end.
 """
 
 import json
@@ -25,15 +29,18 @@ import subprocess
 import sys
 
 
-def _size(path, since, written):
+def _size(path, since, written, linked):
     """Size of path; records it in written (path -> size) when the linker
-    wrote it in this link."""
+    wrote it in this link, in linked when the linker made it a hard link
+    to a file that was there before."""
     try:
         st = os.stat(path)
     except OSError:
         return 0
     if st.st_mtime >= since:
         written[os.path.realpath(path)] = st.st_size
+    elif st.st_nlink > 1 and st.st_ctime >= since:
+        linked.add(os.path.realpath(path))
     return st.st_size
 
 
@@ -41,14 +48,14 @@ def measure_inputs(manifest_path, since):
     """The manifest's jobs with their input sizes, before they run."""
     with open(manifest_path) as f:
         m = json.load(f)
-    written = {}
-    common = [{"path": p, "bytes": _size(p, since, written)}
+    written, linked = {}, set()
+    common = [{"path": p, "bytes": _size(p, since, written, linked)}
               for p in m["common"]["inputs"]]
     common_bytes = sum(c["bytes"] for c in common)
     jobs = []
     for job in m["jobs"]:
         inputs = job["inputs"]
-        sizes = [_size(p, since, written) for p in inputs]
+        sizes = [_size(p, since, written, linked) for p in inputs]
         fresh = [os.path.realpath(p) in written for p in inputs]
         jobs.append({
             "module": inputs[0],
@@ -58,8 +65,14 @@ def measure_inputs(manifest_path, since):
             "import_bytes": sum(sizes[2:]),
             # Copies of archive members (the module or a module imported
             # from): written by the linker, unlike the program's own files.
+            # A thin member's hard-linked name writes no bytes.
             "copy_bytes": sum(s for s, w, i in zip(sizes, fresh, range(len(sizes)))
                               if w and i != 1),
+            # How the job's own module got the name the manifest gives it:
+            # "written" (a copy), "linked" (a thin member's hard link), or
+            # None (the program's own file).
+            "module_made": ("written" if fresh[0] else
+                            "linked" if os.path.realpath(inputs[0]) in linked else None),
             "common_bytes": common_bytes,
             "needs_bytes": sum(sizes) + common_bytes,
             "object": job["outputs"][0],
@@ -71,7 +84,9 @@ def measure_inputs(manifest_path, since):
         "side_file_bytes": os.path.getsize(side) if os.path.exists(side) else 0,
         "common_inputs": common,
     }
-    link["linker_files"] = len(written) + 1 + (1 if link["side_file_bytes"] else 0)
+    link["linker_links"] = len(linked)
+    link["linker_files"] = (len(written) + len(linked) + 1
+                            + (1 if link["side_file_bytes"] else 0))
     link["linker_bytes"] = (sum(written.values()) + link["manifest_bytes"]
                             + link["side_file_bytes"])
     return link, jobs

@@ -218,9 +218,11 @@ def markdown(results):
         lines.append("What each job needs, from the probe links (bench/benchlib/probe.py; "
                      "KiB, mean / max over the jobs; 'needs' = module + shard + "
                      "modules imported from + common inputs; 'copies' = archive "
-                     "members the linker copied; 'written' = files the jobs' inputs and "
+                     "members the linker copied (a thin member's hard-linked name copies "
+                     "nothing); 'written' = files the jobs' inputs and "
                      "outputs add to the link's directory (linker's files, the "
-                     "manifest, the objects) / MiB the linker wrote):")
+                     "manifest, the objects, thin members' hard links) / MiB the "
+                     "linker wrote):")
         lines.append("")
         lines.append("| program | mode | jobs | needs | shard | imports (files) "
                      "| copies | common inputs | object | manifest | written "
