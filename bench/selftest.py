@@ -4,7 +4,8 @@
 Checks, on processes and files made here, that the harness measures what it
 claims: the linker's own peak RSS apart from its children's, the peak RSS of
 the process tree, CPU time including children, the --time-trace phase split,
-and the section-level comparison of two programs. Prints one 'ok:' line per
+the section-level comparison of two programs, CPython's smoke test with an
+interpreter linked outside its build tree, and farm.py's delay relay. Prints one 'ok:' line per
 check and exits non-zero on the first wrong figure.
 """
 
@@ -126,6 +127,39 @@ def test_elfdiff(tmp):
           f"the difference is summarised ({elfdiff.summary(r)})")
 
 
+# A stand-in for CPython's build-tree interpreter: like the real one it
+# finds its library only through pybuilddir.txt in its own directory, and it
+# answers the smoke test's -c line as the real one does.
+FAKE_PYTHON = """#!/bin/sh
+[ -f "$(dirname "$0")/pybuilddir.txt" ] || { echo "no Lib/ next to $0" >&2; exit 1; }
+[ "$2" = -c ] && printf '%s\\n' '(3, 11) [["a", [1, 2]], ["b", 1]] <x> <y>'
+exit 0
+"""
+
+
+def test_python_smoke(tmp):
+    # bench/run.py --link-dir links CPython outside its build tree; the smoke
+    # test still runs the interpreter from there (a copy it then removes).
+    from benchlib.programs import Python, SmokeFailure
+    tree, elsewhere = os.path.join(tmp, "pytree"), os.path.join(tmp, "links")
+    os.makedirs(tree)
+    os.makedirs(elsewhere)
+    open(os.path.join(tree, "pybuilddir.txt"), "w").write("build/lib\n")
+    for d in (tree, elsewhere):
+        with open(os.path.join(d, "python"), "w") as f:
+            f.write(FAKE_PYTHON)
+        os.chmod(os.path.join(d, "python"), 0o755)
+    before = sorted(os.listdir(tree))
+    for where, d in (("in its tree", tree), ("linked elsewhere", elsewhere)):
+        try:
+            Python().smoke(os.path.join(d, "python"), tree, tmp)
+            ok = ""
+        except SmokeFailure as e:
+            ok = f": {e}"
+        check(not ok, f"CPython's smoke test runs an interpreter {where}{ok}")
+    check(sorted(os.listdir(tree)) == before, "the smoke test leaves the tree as it was")
+
+
 def test_relay():
     # delayrelay.py, farm.py's network delay: every byte both ways, in order,
     # and each side's end of stream passed on.
@@ -207,6 +241,7 @@ def main():
         test_measure(tmp, args.sample_ms)
         test_trace(tmp)
         test_elfdiff(tmp)
+        test_python_smoke(tmp)
         test_relay()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

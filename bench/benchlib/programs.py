@@ -7,6 +7,7 @@ program's final link is the last logged link whose output is the program.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -276,7 +277,22 @@ class Python(Program):
             cwd=tree, env=tools["env"], logfile=logfile)
 
     def smoke(self, binary, tree, workdir):
-        # The interpreter finds Lib/ from its own directory, the build tree.
+        # The interpreter finds Lib/ from its own directory (pybuilddir.txt),
+        # so one linked elsewhere (bench/run.py --link-dir) runs from a copy
+        # in the build tree; a symbolic link would not do, the interpreter
+        # resolves it.
+        if os.path.dirname(os.path.realpath(binary)) == os.path.realpath(tree):
+            return self._smoke_in_tree(binary, tree)
+        fd, copy = tempfile.mkstemp(prefix=".dtlto-bench-smoke-", dir=tree)
+        os.close(fd)
+        try:
+            shutil.copyfile(binary, copy)
+            os.chmod(copy, 0o755)
+            self._smoke_in_tree(copy, tree)
+        finally:
+            os.remove(copy)
+
+    def _smoke_in_tree(self, binary, tree):
         out = _check_output([binary, "-E", "-c",
                              "import sys, json, re; print(sys.version_info[:2], "
                              "json.dumps(sorted({'b': 1, 'a': [1, 2]}.items())), "
