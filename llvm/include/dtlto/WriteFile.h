@@ -18,18 +18,28 @@
 
 namespace dtlto {
 
-/// Writes Path through Write. With Atomic the data goes to a file next to
-/// Path that is then renamed over it: a reader never sees part of it. On
-/// failure nothing written is left, and a file that was there before (when
-/// the open failed) is not touched.
+/// How a file gets written.
+enum class WriteMode {
+  /// Opened at Path, truncated if it was there.
+  Replace,
+  /// Written to a file next to Path, then renamed over it: a reader never
+  /// sees part of it.
+  Atomic,
+  /// Created at Path, which must not exist: never written through a name
+  /// someone else made (a hard link to a file that is not ours).
+  New,
+};
+
+/// Writes Path through Write. On failure nothing written is left, and a
+/// file that was there before (when the open failed) is not touched.
 std::error_code writeFileOrError(llvm::StringRef Path,
                                  llvm::function_ref<void(llvm::raw_ostream &)> Write,
-                                 bool Atomic = false);
+                                 WriteMode Mode = WriteMode::Replace);
 
 /// The same, failing with "cannot write the <What> '<Path>': <reason>".
 llvm::Error writeFile(llvm::StringRef Path, llvm::StringRef What,
                       llvm::function_ref<void(llvm::raw_ostream &)> Write,
-                      bool Atomic = false);
+                      WriteMode Mode = WriteMode::Replace);
 
 } // namespace dtlto
 

@@ -32,18 +32,21 @@ std::string originalName(StringRef ModuleID) {
 
 // A thin archive's member is a file already: a hard link gives the copy its
 // name without writing its bytes. Where there can be none (another file
-// system, a file of another user's under protected_hardlinks, a name taken
-// by a stale copy), the bytes are written as for any other copy. Written
-// next to the name and renamed over it: a stale copy a killed link left
-// there may be a hard link to a member, whose file must not be truncated
-// and written through it.
+// system, a file of another user's under protected_hardlinks), the bytes are
+// written as for any other copy. A stale copy a killed link left at the name
+// goes first, and the copy is then created anew, never opened through the
+// name: the stale one may be a hard link to a member, whose file must not be
+// truncated and written through it (nor one another link of the same output
+// made meanwhile: creating fails then).
 static std::error_code writeCopy(StringRef Path, const PreparedInput &Input) {
+  if (std::error_code EC = sys::fs::remove(Path))
+    return EC;
   if (!Input.LinkFrom.empty() &&
       !sys::fs::create_hard_link(Input.LinkFrom, Path))
     return std::error_code();
   return writeFileOrError(
       Path, [&](raw_ostream &OS) { OS << Input.Copy.getBuffer(); },
-      /*Atomic=*/true);
+      WriteMode::New);
 }
 
 Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,

@@ -12,14 +12,18 @@ namespace dtlto {
 
 std::error_code writeFileOrError(StringRef Path,
                                  function_ref<void(raw_ostream &)> Write,
-                                 bool Atomic) {
+                                 WriteMode Mode) {
+  bool Atomic = Mode == WriteMode::Atomic;
   std::string Target = Atomic ? (Path + ".tmp").str() : Path.str();
   // A process stopped by a signal must not leave the half-written file.
   if (Atomic)
     registerTempFile(Target, /*Keep=*/false);
   std::error_code EC;
   {
-    raw_fd_ostream OS(Target, EC, sys::fs::OF_None);
+    raw_fd_ostream OS(Target, EC,
+                      Mode == WriteMode::New ? sys::fs::CD_CreateNew
+                                             : sys::fs::CD_CreateAlways,
+                      sys::fs::FA_Write, sys::fs::OF_None);
     if (EC) {
       // Nothing was created: whatever is at Target is not ours to remove.
       if (Atomic)
@@ -42,8 +46,8 @@ std::error_code writeFileOrError(StringRef Path,
 }
 
 Error writeFile(StringRef Path, StringRef What,
-                function_ref<void(raw_ostream &)> Write, bool Atomic) {
-  if (std::error_code EC = writeFileOrError(Path, Write, Atomic))
+                function_ref<void(raw_ostream &)> Write, WriteMode Mode) {
+  if (std::error_code EC = writeFileOrError(Path, Write, Mode))
     return createStringError(EC, "cannot write the " + What + " '" + Path +
                                      "': " + EC.message());
   return Error::success();

@@ -274,7 +274,7 @@ static Error runJob(Link &L, const JobArgs &J) {
   // Atomically: a distributor that collects outputs never sees half an object.
   return dtlto::writeFile(J.Object, "object",
                           [&](raw_ostream &OS) { OS << Object; },
-                          /*Atomic=*/true);
+                          dtlto::WriteMode::Atomic);
 }
 
 // Runs jobs named on stdin until it closes.
@@ -745,7 +745,7 @@ static int runBundle(ArrayRef<std::string> Args) {
     if (Error E = dtlto::writeFile(
             Output, "object",
             [&](raw_ostream &OS) { OS << (*Obj)->getBuffer(); },
-            /*Atomic=*/true))
+            dtlto::WriteMode::Atomic))
       return die(std::move(E));
     return 0;
   };
