@@ -37,10 +37,16 @@ std::string originalName(StringRef ModuleID) {
 // goes first, and the copy is then created anew, never opened through the
 // name: the stale one may be a hard link to a member, whose file must not be
 // truncated and written through it (nor one another link of the same output
-// made meanwhile: creating fails then).
+// made meanwhile: creating fails then). A directory there is the user's: it
+// stays, and the copy fails.
 static std::error_code writeCopy(StringRef Path, const PreparedInput &Input) {
-  if (std::error_code EC = sys::fs::remove(Path))
-    return EC;
+  sys::fs::file_status Old;
+  if (!sys::fs::status(Path, Old, /*Follow=*/false)) {
+    if (sys::fs::is_directory(Old))
+      return std::make_error_code(std::errc::is_a_directory);
+    if (std::error_code EC = sys::fs::remove(Path))
+      return EC;
+  }
   if (!Input.LinkFrom.empty() &&
       !sys::fs::create_hard_link(Input.LinkFrom, Path))
     return std::error_code();
