@@ -4,7 +4,7 @@
   bench/cpu-split.py --program gen1000 [--rounds 2] [--link-dir /dev/shm/bench]
 
 Replays the program's recorded link (bench/run.py prepares it in CACHE) in
-three modes, alternating round by round, each under `perf record -e
+the modes given, alternating round by round, each under `perf record -e
 cpu-clock` (a software clock: this VM has no hardware counters), and sums
 the samples by process name:
 
@@ -13,6 +13,9 @@ the samples by process name:
           workers (the harness's ours-native mode)
   plugin  our ld.lld, builtin:local --jobs=N, dtlto-backend --memory
           workers in dtlto-plugin-host (the harness's ours-plugin mode)
+  prefed  (opt-in) our ld.lld one-shot (DTLTO_STREAM=0) with
+          benchlib/prefeddist.py: N batch workers given every job up front,
+          so that nothing wakes the distributor or the linker per job
 
 As bench/run.py does, our links run with no local slot and no local
 fallback (DTLTO_LOCAL_JOBS=0, DTLTO_LOCAL_FALLBACK=0). Per link it prints
@@ -54,11 +57,15 @@ def find_program(args):
     return find_build(args.cache, args.program)
 
 
+MODES = ("inproc", "native", "plugin", "prefed")
+
+
 def mode_argv(mode, args):
     if mode == "inproc":
         return [args.stock_ld_lld, f"--thinlto-jobs={args.jobs}"]
     dist = (["builtin:local"] if mode == "plugin" else
-            [args.python, args.local_py])
+            [args.python, os.path.join(HERE, "benchlib", "prefeddist.py")] if mode == "prefed"
+            else [args.python, args.local_py])
     dist.append(f"--jobs={args.jobs}")
     return ([args.ld_lld, f"--thinlto-jobs={args.jobs}", f"--thinlto-distributor={dist[0]}"]
             + [f"--thinlto-distributor-arg={a}" for a in dist[1:]]
@@ -89,6 +96,8 @@ def link(build, mode, out, data, args):
     argv[argv.index("-o") + 1] = out
     first, *rest = mode_argv(mode, args)
     env = dict(os.environ, DTLTO_LOCAL_JOBS="0", DTLTO_LOCAL_FALLBACK="0")
+    if mode == "prefed":
+        env["DTLTO_STREAM"] = "0"
     proc = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(FREQ),
                            "-o", data, "--", first] + argv + rest,
                           cwd=build["cwd"], env=env, capture_output=True, text=True)
@@ -102,7 +111,7 @@ def main():
                                 epilog=__doc__.split("\n", 2)[2])
     p.add_argument("--program", required=True, help="a prepared program: lua, gen1000, ...")
     p.add_argument("--modes", default="inproc,native,plugin",
-                   help="comma list of inproc, native, plugin (default: %(default)s)")
+                   help="comma list of " + ", ".join(MODES) + " (default: %(default)s)")
     p.add_argument("--rounds", type=int, default=2, help="links per mode (default: 2)")
     p.add_argument("--jobs", type=int, default=2, help="threads or workers (default: 2)")
     p.add_argument("--link-dir", default="/dev/shm/cpu-split",
@@ -115,7 +124,7 @@ def main():
                    help="the interpreter that runs local.py (default: %(default)s)")
     args = p.parse_args()
     modes = args.modes.split(",")
-    if bad := [m for m in modes if m not in ("inproc", "native", "plugin")]:
+    if bad := [m for m in modes if m not in MODES]:
         p.error(f"unknown mode(s): {', '.join(bad)}")
     build = find_program(args)
     if not shutil.which("perf"):
