@@ -41,6 +41,8 @@ def main():
     workers = [subprocess.Popen(m.common_args + [m.batch_arg], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE) for _ in range(args.jobs)]
 
+    replies = [[] for _ in workers]
+
     def feed(worker, jobs):
         # A thread per worker: its stdin may fill while it works.
         try:
@@ -50,13 +52,19 @@ def main():
         except BrokenPipeError:
             pass
 
-    feeders = [threading.Thread(target=feed, args=(w, m.jobs[k::args.jobs]))
-               for k, w in enumerate(workers)]
-    for t in feeders:
+    def collect(worker, out):
+        # And one reading its replies as they come: a worker whose stdout
+        # filled would stop until the one before it had finished.
+        out.extend(json.loads(line) for line in worker.stdout)
+
+    threads = [threading.Thread(target=f, args=(w, a))
+               for k, w in enumerate(workers)
+               for f, a in ((feed, m.jobs[k::args.jobs]), (collect, replies[k]))]
+    for t in threads:
         t.start()
-    replies = [json.loads(line) for w in workers for line in w.stdout.read().splitlines()]
-    for t in feeders:
+    for t in threads:
         t.join()
+    replies = [r for rs in replies for r in rs]
     codes = [w.wait() for w in workers]
     failed = [r.get("error", "failed") for r in replies if not r.get("ok")]
     for why in failed:

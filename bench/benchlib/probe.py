@@ -30,18 +30,21 @@ import sys
 
 
 def _size(path, since, written, linked):
-    """Size of path; records it in written (path -> size) when the linker
-    wrote it in this link, in linked when the linker made it a hard link
-    to a file that was there before."""
+    """(size, made) of path: made is "written" when the linker wrote it in
+    this link (recorded in written, path -> size), "linked" when it made it
+    a hard link to a file that was there before (recorded in linked), else
+    None."""
     try:
         st = os.stat(path)
     except OSError:
-        return 0
+        return 0, None
     if st.st_mtime >= since:
         written[os.path.realpath(path)] = st.st_size
-    elif st.st_nlink > 1 and st.st_ctime >= since:
+        return st.st_size, "written"
+    if st.st_nlink > 1 and st.st_ctime >= since:
         linked.add(os.path.realpath(path))
-    return st.st_size
+        return st.st_size, "linked"
+    return st.st_size, None
 
 
 def measure_inputs(manifest_path, since):
@@ -49,14 +52,14 @@ def measure_inputs(manifest_path, since):
     with open(manifest_path) as f:
         m = json.load(f)
     written, linked = {}, set()
-    common = [{"path": p, "bytes": _size(p, since, written, linked)}
+    common = [{"path": p, "bytes": _size(p, since, written, linked)[0]}
               for p in m["common"]["inputs"]]
     common_bytes = sum(c["bytes"] for c in common)
     jobs = []
     for job in m["jobs"]:
         inputs = job["inputs"]
-        sizes = [_size(p, since, written, linked) for p in inputs]
-        fresh = [os.path.realpath(p) in written for p in inputs]
+        sizes, made = zip(*(_size(p, since, written, linked) for p in inputs))
+        fresh = [how == "written" for how in made]
         jobs.append({
             "module": inputs[0],
             "module_bytes": sizes[0],
@@ -71,8 +74,7 @@ def measure_inputs(manifest_path, since):
             # How the job's own module got the name the manifest gives it:
             # "written" (a copy), "linked" (a thin member's hard link), or
             # None (the program's own file).
-            "module_made": ("written" if fresh[0] else
-                            "linked" if os.path.realpath(inputs[0]) in linked else None),
+            "module_made": made[0],
             "common_bytes": common_bytes,
             "needs_bytes": sum(sizes) + common_bytes,
             "object": job["outputs"][0],

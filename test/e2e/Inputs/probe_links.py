@@ -25,10 +25,10 @@ for job in record["jobs"]:
 thin = members["thin"]
 print("thin members:", len(thin))
 print("linker_links:", summary["linker_links"])
-print("thin members:", sorted({j["module_made"] for j in thin}))
-print("regular members:", len(members["regular"]),
+print("thin members made:", sorted({j["module_made"] for j in thin}))
+print("regular members and how made:", len(members["regular"]),
       sorted({j["module_made"] for j in members["regular"]}))
-print("program's own modules:",
+print("program's own modules made:",
       sorted({str(j["module_made"]) for j in record["jobs"]
               if j not in thin and j not in members["regular"]}))
 jobs = len(record["jobs"])
