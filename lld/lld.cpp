@@ -33,6 +33,15 @@ LLD_HAS_DRIVER(mingw)
 LLD_HAS_DRIVER(macho)
 LLD_HAS_DRIVER(wasm)
 
+// LLD's entry point without crash recovery (liblldCommon; not in its public
+// header). With ExitEarly the link ends in lld::exitLld: output flushed,
+// llvm_shutdown() run, then _exit(), without destroying the link's data.
+namespace lld {
+int unsafeLldMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &StdoutOS,
+                  llvm::raw_ostream &StderrOS,
+                  llvm::ArrayRef<DriverDef> Drivers, bool ExitEarly);
+} // namespace lld
+
 using namespace llvm;
 
 // After LLD's own version line (which also goes into each output's .comment
@@ -98,9 +107,17 @@ int main(int argc, const char **argv) {
     else
       toCOFFOptions(Args, Saver);
   }
+  // A link exits as LLD's own executable makes it exit: as soon as the
+  // driver is done, without destroying what the link built (symbol tables,
+  // input files, the combined summary index), which at 1,000 ThinLTO modules
+  // cost as much CPU as the engine's own work up to the distributor. The
+  // engine has removed its temporary files by then: the ThinLTO backend that
+  // owns them is gone when LTO::run returns.
+  if (!asksForVersion(Args))
+    return lld::unsafeLldMain(Args, outs(), errs(), LLD_ALL_DRIVERS,
+                              /*ExitEarly=*/true);
   lld::Result R = lld::lldMain(Args, outs(), errs(), LLD_ALL_DRIVERS);
-  if (asksForVersion(Args))
-    outs() << "with the dtlto " DTLTO_VERSION " DTLTO engine, built on LLVM "
-           << LLVM_VERSION_STRING << "\n";
+  outs() << "with the dtlto " DTLTO_VERSION " DTLTO engine, built on LLVM "
+         << LLVM_VERSION_STRING << "\n";
   return R.retCode;
 }
