@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBufferRef.h"
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ struct PreparedInput {
   /// is a hard link to it where the file system allows one, and written
   /// otherwise.
   std::string LinkFrom;
+  /// The file system LinkFrom is on (a hard link cannot leave it).
+  uint64_t LinkFromDevice = 0;
   std::string Description; // "archive member 'lib.a(m.o)'", for errors
 };
 

@@ -28,10 +28,15 @@ static std::string describe(const InputFile &Input) {
 // module ID names a file with exactly its bytes (a loose bitcode file);
 // archive members ("lib.a(m.o)120"), FatLTO objects and files in memory are
 // not.
-static bool isOwnFile(const InputFile &Input, StringRef ID) {
-  sys::fs::file_status St;
+static bool isOwnFile(const InputFile &Input, StringRef ID,
+                      sys::fs::file_status &St) {
   return !sys::fs::status(ID, St) && sys::fs::is_regular_file(St) &&
          St.getSize() == Input.getFileBuffer().getBufferSize();
+}
+
+static bool isOwnFile(const InputFile &Input, StringRef ID) {
+  sys::fs::file_status St;
+  return isOwnFile(Input, ID, St);
 }
 
 Expected<bool> isThinArchiveFile(StringRef Path) {
@@ -52,19 +57,28 @@ Expected<bool> isThinArchiveFile(StringRef Path) {
 // and a member's own path ("obj/m25.o") sorts unlike its in-process ID
 // ("lib/libg2.a(m25.o at 11152)") where the copy's name
 // ("libg2.a(m25.o).<output stem>.<hash>.o") sorts as regular members' do.
-// The member's path, when the input is such a member and that file is it.
-static Expected<std::string> thinMemberFile(InputFile &Input,
-                                            const InputContext &C) {
+// The member's path and file system, when the input is such a member and
+// that file is it; an empty path otherwise.
+struct ThinMember {
+  std::string Path;
+  uint64_t Device = 0;
+};
+
+static Expected<ThinMember> thinMemberFile(InputFile &Input,
+                                           const InputContext &C) {
   StringRef Archive = Input.getArchivePath();
   if (Archive.empty() || Input.isFatLTOObject())
-    return std::string();
+    return ThinMember();
   Expected<bool> Thin = C.IsThinArchive(Archive);
   if (!Thin)
     return Thin.takeError();
   if (!*Thin)
-    return std::string();
+    return ThinMember();
   std::string Path = thinArchiveMemberPath(Archive, Input.getMemberName());
-  return isOwnFile(Input, Path) ? Path : std::string();
+  sys::fs::file_status St;
+  if (!isOwnFile(Input, Path, St))
+    return ThinMember();
+  return ThinMember{std::move(Path), St.getUniqueID().getDevice()};
 }
 
 Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
@@ -77,9 +91,9 @@ Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
   if (InPlace && isSafeModulePath(OldID))
     return std::string();
 
-  Expected<std::string> ThinMember = thinMemberFile(Input, C);
-  if (!ThinMember)
-    return ThinMember.takeError();
+  Expected<ThinMember> Member = thinMemberFile(Input, C);
+  if (!Member)
+    return Member.takeError();
   // A bad setting fails the link once, in the backend (which reads it
   // before any job runs); here it only means our names.
   Expected<bool> Compat = upstreamCompat();
@@ -88,8 +102,8 @@ Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
     consumeError(Compat.takeError());
 
   std::string NewID;
-  if (UpstreamNames && isSafeModulePath(*ThinMember))
-    NewID = *ThinMember;
+  if (UpstreamNames && isSafeModulePath(Member->Path))
+    NewID = Member->Path;
   if (NewID.empty()) {
     // What names the module in-process: "lib.a(m.o)" for a member, as
     // LLD's IDs do without their offset, whatever ID this linker gave it.
@@ -115,7 +129,8 @@ Expected<std::string> prepareInput(InputFile &Input, const InputContext &C) {
   if (Input.getSerializeForDistribution()) {
     Prepared.Copy = Input.getFileBuffer();
     Prepared.Description = describe(Input);
-    Prepared.LinkFrom = std::move(*ThinMember);
+    Prepared.LinkFrom = std::move(Member->Path);
+    Prepared.LinkFromDevice = Member->Device;
   }
   recordPreparedInput(NewID, std::move(Prepared));
   return NewID;

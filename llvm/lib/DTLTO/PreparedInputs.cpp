@@ -6,6 +6,7 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Parallel.h"
 #include "llvm/Support/TimeProfiler.h"
 #include <mutex>
@@ -33,26 +34,57 @@ std::string originalName(StringRef ModuleID) {
 // A thin archive's member is a file already: a hard link gives the copy its
 // name without writing its bytes. Where there can be none (another file
 // system, a file of another user's under protected_hardlinks), the bytes are
-// written as for any other copy. A stale copy a killed link left at the name
-// goes first, and the copy is then created anew, never opened through the
-// name: the stale one may be a hard link to a member, whose file must not be
-// truncated and written through it (nor one another link of the same output
-// made meanwhile: creating fails then). A directory there is the user's: it
-// stays, and the copy fails.
-static std::error_code writeCopy(StringRef Path, const PreparedInput &Input) {
-  sys::fs::file_status Old;
-  if (!sys::fs::status(Path, Old, /*Follow=*/false)) {
-    if (sys::fs::is_directory(Old))
-      return std::make_error_code(std::errc::is_a_directory);
-    if (std::error_code EC = sys::fs::remove(Path))
+// written as for any other copy. The copy is always a new file, never opened
+// through an existing name: a stale copy a killed link left there may be a
+// hard link to a member, whose file must not be truncated and written
+// through it.
+static std::error_code createCopy(StringRef Path, const PreparedInput &Input) {
+  if (!Input.LinkFrom.empty()) {
+    std::error_code EC = sys::fs::create_hard_link(Input.LinkFrom, Path);
+    if (!EC || EC == std::errc::file_exists)
       return EC;
   }
-  if (!Input.LinkFrom.empty() &&
-      !sys::fs::create_hard_link(Input.LinkFrom, Path))
-    return std::error_code();
   return writeFileOrError(
       Path, [&](raw_ostream &OS) { OS << Input.Copy.getBuffer(); },
       WriteMode::New);
+}
+
+// Normally the name is free, and creating is all it costs. A stale copy at
+// the name goes, and the copy is created again (if another link of the same
+// output made the name meanwhile, that fails: the file is not ours). A
+// directory there is the user's: it stays, and the copy fails.
+static std::error_code writeCopy(StringRef Path, const PreparedInput &Input) {
+  std::error_code EC = createCopy(Path, Input);
+  if (EC != std::errc::file_exists)
+    return EC;
+  sys::fs::file_status Old;
+  if (!sys::fs::status(Path, Old, /*Follow=*/false) &&
+      sys::fs::is_directory(Old))
+    return std::make_error_code(std::errc::is_a_directory);
+  if ((EC = sys::fs::remove(Path)))
+    return EC;
+  return createCopy(Path, Input);
+}
+
+// A hard link can only be made on the file system the member is on: where
+// the copies go to another one (an output directory on tmpfs), trying each
+// would be one failed system call a member.
+static void dropImpossibleLinks(
+    std::vector<std::pair<std::string, PreparedInput>> &ToWrite) {
+  StringMap<std::optional<uint64_t>> DeviceOf;
+  for (auto &[Path, Input] : ToWrite) {
+    if (Input.LinkFrom.empty())
+      continue;
+    StringRef Dir = sys::path::parent_path(Path);
+    auto [It, New] = DeviceOf.try_emplace(Dir.empty() ? "." : Dir);
+    if (New) {
+      sys::fs::file_status St;
+      if (!sys::fs::status(It->first(), St))
+        It->second = St.getUniqueID().getDevice();
+    }
+    if (It->second != Input.LinkFromDevice)
+      Input.LinkFrom.clear();
+  }
 }
 
 Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
@@ -67,6 +99,7 @@ Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
         ToWrite.emplace_back(ID, It->second);
     }
   }
+  dropImpossibleLinks(ToWrite);
   for (const auto &[Path, Input] : ToWrite)
     Register(Path);
 
