@@ -44,10 +44,10 @@ struct PreparedInput {
 void recordPreparedInput(llvm::StringRef ModuleID, PreparedInput Input);
 /// The name before preparation, or ModuleID itself.
 std::string originalName(llvm::StringRef ModuleID);
-/// Writes the copies among ModuleIDs (others are skipped), in parallel,
-/// each in a time-trace scope when Trace says the link traces. Each is given
-/// to Register before it is created, and to Forget if it could not be (what
-/// is at its path then is not ours).
+/// Writes the copies among ModuleIDs (others are skipped), one after the
+/// other on the calling thread, each in a time-trace scope when Trace says
+/// the link traces. Each is given to Register before it is created, and to
+/// Forget if it could not be (what is at its path then is not ours).
 llvm::Error writeCopies(llvm::ArrayRef<std::string> ModuleIDs,
                         TraceSettings Trace,
                         llvm::function_ref<void(llvm::StringRef)> Register,

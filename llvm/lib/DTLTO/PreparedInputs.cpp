@@ -7,7 +7,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Parallel.h"
 #include "llvm/Support/TimeProfiler.h"
 #include <mutex>
 #include <optional>
@@ -103,14 +102,22 @@ Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
   for (const auto &[Path, Input] : ToWrite)
     Register(Path);
 
-  // One result per copy, so that the error names the first failed copy in
-  // the order asked for, whichever thread failed first.
+  // One thread: the copies go into one directory, where the kernel creates
+  // files one at a time (it locks the directory for each), and a second
+  // thread only waited for the lock, spinning: on this machine's ext4 disk
+  // two threads took twice the CPU of one for the same wall time, and on
+  // tmpfs no less wall time (docs/performance.md, "Up to the distributor").
+  // Each result is kept, so that the error names the first copy that
+  // failed in the order asked for.
   std::vector<std::error_code> Results(ToWrite.size());
-  parallelFor(0, ToWrite.size(), [&](size_t I) {
+  {
     WorkerTrace Worker(Trace);
-    TimeTraceScope Scope("Serialize bitcode input for DTLTO", ToWrite[I].first);
-    Results[I] = writeCopy(ToWrite[I].first, ToWrite[I].second);
-  });
+    for (size_t I = 0; I < ToWrite.size(); ++I) {
+      TimeTraceScope Scope("Serialize bitcode input for DTLTO",
+                           ToWrite[I].first);
+      Results[I] = writeCopy(ToWrite[I].first, ToWrite[I].second);
+    }
+  }
   std::optional<size_t> First;
   for (size_t I = 0; I < ToWrite.size(); ++I) {
     if (!Results[I])
