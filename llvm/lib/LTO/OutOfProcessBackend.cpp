@@ -676,12 +676,13 @@ Error OutOfProcessBackend::addObject(JobState &State, StringRef Object) {
 // Returns whether Object was taken.
 bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
                                     Source From) {
+  bool Last;
   {
     std::lock_guard<std::mutex> Lock(Mu);
     if (State.finished())
       return false;
     State.From = From;
-    --Unfinished;
+    Last = --Unfinished == 0;
     // The farm need not finish a job the linker did itself.
     if (Streaming && Farm && State.Handed && From != Source::Farm &&
         !State.Cancelled) {
@@ -690,7 +691,11 @@ bool OutOfProcessBackend::finishJob(JobState &State, StringRef Object,
       Farm->send(cancelLine(State.Id));
     }
   }
-  Changed.notify_all();
+  // runJobs' loop waits for the last object, not for each: on this VM a
+  // wake-up is a reschedule interrupt and two task switches, and a link
+  // has one per job (a local slot that frees up says so itself).
+  if (Last)
+    Changed.notify_all();
   if (Error E = addObject(State, Object))
     jobFailed(State, std::move(E));
   return true;
@@ -1037,12 +1042,18 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
   JobState &State = *Handed[E->Id];
   ++EventsSeen;
   LinkReport::jobEvent(*E);
+  // Whether runJobs' loop has something new to do: a job the farm gave up
+  // on is a free local slot's (its other reasons, the last object and a
+  // slot freeing up, wake it where they happen; hedging looks by itself).
+  bool Wake = true;
   switch (E->What) {
   case JobEvent::Started:
     State.FarmStarted = true;
     State.FarmStartedAt = Clock::now();
+    Wake = false;
     break;
   case JobEvent::Failed:
+    Wake = !E->Retry;
     if (!E->Retry && !State.finished()) {
       if (!State.FarmGaveUp)
         GaveUp.push_back(&State);
@@ -1053,18 +1064,24 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
     }
     break;
   case JobEvent::Done:
-    if (State.finished())
+    if (State.finished()) {
+      Wake = false;
       break;
+    }
     Lock.unlock();
     takeFarmObject(State, /*AfterExit=*/false,
                    Plugin ? std::optional<StringRef>(Payload) : std::nullopt);
     Lock.lock();
+    // Taken: finishJob woke the loop if it was the last. Rejected: the
+    // job is among those given up.
+    Wake = !State.finished();
     break;
   default:
     break;
   }
   Lock.unlock();
-  Changed.notify_all();
+  if (Wake)
+    Changed.notify_all();
 }
 
 // The distributor's object for a job: checked, then linked (and cached). A
