@@ -9,7 +9,8 @@ with a distributor that fails at once (/bin/false), one-shot
 remote compiler: the link does everything up to the distributor (input
 preparation, the thin link, the shards, the archive-member copies, the
 manifest), then fails and removes its files. The CPU it took (user +
-system of the linker and its threads, from wait4) is the engine's own work
+system of the linker, its threads and the distributor it waited for, from
+wait4) is the engine's own work
 up to the distributor plus what the linker does before LTO, which is the
 same in every mode. Modes, alternating round by round:
 
@@ -55,8 +56,7 @@ def link_cpu(build, mode, out, args):
         cwd=build["cwd"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode == 0 or b"distributor" not in err:
+    if os.waitstatus_to_exitcode(status) == 0 or b"distributor" not in err:
         sys.exit(f"bench/upto.py: the {mode} link did not stop at its distributor:\n"
                  f"{err.decode(errors='replace')}")
     return usage.ru_utime + usage.ru_stime

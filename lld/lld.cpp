@@ -37,8 +37,8 @@ LLD_HAS_DRIVER(wasm)
 // header). With ExitEarly the link ends in lld::exitLld: output flushed,
 // llvm_shutdown() run, then _exit(), without destroying the link's data.
 namespace lld {
-int unsafeLldMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &StdoutOS,
-                  llvm::raw_ostream &StderrOS,
+int unsafeLldMain(llvm::ArrayRef<const char *> Args,
+                  llvm::raw_ostream &StdoutOS, llvm::raw_ostream &StderrOS,
                   llvm::ArrayRef<DriverDef> Drivers, bool ExitEarly);
 } // namespace lld
 
@@ -109,10 +109,10 @@ int main(int argc, const char **argv) {
   }
   // A link exits as LLD's own executable makes it exit: as soon as the
   // driver is done, without destroying what the link built (symbol tables,
-  // input files, the combined summary index), which at 1,000 ThinLTO modules
-  // cost as much CPU as the engine's own work up to the distributor. The
-  // engine has removed its temporary files by then: the ThinLTO backend that
-  // owns them is gone when LTO::run returns.
+  // input files, the combined summary index): CPU that the stock linker,
+  // and so in-process ThinLTO, never spends (docs/performance.md, "Up to the
+  // distributor"). The engine has removed its temporary files by then: the
+  // ThinLTO backend that owns them is gone when LTO::run returns.
   if (!asksForVersion(Args))
     return lld::unsafeLldMain(Args, outs(), errs(), LLD_ALL_DRIVERS,
                               /*ExitEarly=*/true);

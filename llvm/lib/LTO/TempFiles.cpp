@@ -202,7 +202,8 @@ void removeTempFiles(ArrayRef<std::string> Paths, bool Keep) {
     removeTempFile(Paths[I]);
   ArrayRef<std::string> Rest = Paths.drop_front(Alone);
   bool Waited = std::chrono::steady_clock::now() - Start > WaitedFor * Alone;
-  size_t Threads = Waited ? std::clamp<size_t>((Rest.size() + 15) / 16, 1, 8) : 1;
+  size_t Threads =
+      Waited ? std::clamp<size_t>((Rest.size() + 15) / 16, 1, 8) : 1;
   auto RemoveFrom = [&](size_t Begin, size_t Step) {
     for (size_t I = Begin; I < Rest.size(); I += Step)
       removeTempFile(Rest[I]);
