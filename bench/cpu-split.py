@@ -27,7 +27,6 @@ rest; and whether the output is in-process ThinLTO's. No wall times: perf
 adds its own start and end to them (bench/run.py measures those).
 """
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -37,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib import BenchError  # noqa: E402
+from benchlib import BenchError, doc_parser  # noqa: E402
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
 from benchlib.generate import add_replay_options, is_generated_name, require_generated  # noqa: E402
 from plugin import find_build  # noqa: E402
@@ -106,9 +105,7 @@ def link(build, mode, out, data, args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n", 2)[2])
+    p = doc_parser(__doc__)
     p.add_argument("--program", required=True, help="a prepared program: lua, gen1000, ...")
     p.add_argument("--modes", default="inproc,native,plugin",
                    help="comma list of " + ", ".join(MODES) + " (default: %(default)s)")

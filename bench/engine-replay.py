@@ -24,7 +24,6 @@ program's range and median, and the median's ratio to the first program's.
 Each output is checked against the first link's (a real native link).
 """
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -35,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib import BenchError, trace  # noqa: E402
+from benchlib import BenchError, doc_parser, trace  # noqa: E402
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
 from benchlib.generate import add_replay_options, require_generated  # noqa: E402
 
@@ -62,9 +61,7 @@ def link(build, out, store, args, trace_path=None):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n", 2)[2])
+    p = doc_parser(__doc__)
     p.add_argument("--programs", default="gen1000,gen10000,gen30000",
                    help="comma list of prepared generated programs (default: %(default)s)")
     p.add_argument("--runs", type=int, default=3, help="traced links per program (default: 3)")

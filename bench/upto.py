@@ -24,7 +24,6 @@ Where the link directory is on the disk, creating files costs what the
 file system's recent deletions make it cost: alternate many rounds.
 """
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib import BenchError  # noqa: E402
+from benchlib import BenchError, doc_parser  # noqa: E402
 from benchlib.generate import add_replay_options, require_generated  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
@@ -63,9 +62,7 @@ def link_cpu(build, mode, out, args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n", 2)[2])
+    p = doc_parser(__doc__)
     p.add_argument("--program", default="gen1000",
                    help="a prepared generated program (default: %(default)s)")
     p.add_argument("--rounds", type=int, default=20,

@@ -11,5 +11,16 @@ Modules, one concept each:
 """
 
 
+import argparse
+
+
+def doc_parser(doc):
+    """The command line of a script whose doc says its use: the first line
+    is the description, the rest shows under --help as written."""
+    return argparse.ArgumentParser(description=doc.split("\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   epilog=doc.split("\n", 2)[2])
+
+
 class BenchError(Exception):
     """A problem the harness reports as one line and stops on."""
