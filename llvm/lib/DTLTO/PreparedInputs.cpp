@@ -107,32 +107,23 @@ Error writeCopies(ArrayRef<std::string> ModuleIDs, TraceSettings Trace,
   // thread only waited for the lock, spinning: on this machine's ext4 disk
   // two threads took twice the CPU of one for the same wall time, and on
   // tmpfs no less wall time (docs/performance.md, "Up to the distributor").
-  // Each result is kept, so that the error names the first copy that
-  // failed in the order asked for.
-  std::vector<std::error_code> Results(ToWrite.size());
-  {
-    WorkerTrace Worker(Trace);
-    for (size_t I = 0; I < ToWrite.size(); ++I) {
-      TimeTraceScope Scope("Serialize bitcode input for DTLTO",
-                           ToWrite[I].first);
-      Results[I] = writeCopy(ToWrite[I].first, ToWrite[I].second);
-    }
-  }
-  std::optional<size_t> First;
-  for (size_t I = 0; I < ToWrite.size(); ++I) {
-    if (!Results[I])
+  // Every copy is tried; the error names the first that failed.
+  Error First = Error::success();
+  WorkerTrace Worker(Trace);
+  for (const auto &[Path, Input] : ToWrite) {
+    TimeTraceScope Scope("Serialize bitcode input for DTLTO", Path);
+    std::error_code EC = writeCopy(Path, Input);
+    if (!EC)
       continue;
-    Forget(ToWrite[I].first);
+    Forget(Path);
     if (!First)
-      First = I;
+      First = createStringError(EC, "DTLTO cannot write the " +
+                                        Input.Description + " to '" + Path +
+                                        "': " + EC.message());
   }
-  if (!First)
-    return Error::success();
-  const auto &[Path, Input] = ToWrite[*First];
-  std::error_code EC = Results[*First];
-  return createStringError(EC, "DTLTO cannot write the " + Input.Description +
-                                   " to '" + Path + "': " + EC.message());
+  return First;
 }
+
 std::optional<MemoryBufferRef> preparedCopy(StringRef ModuleID) {
   std::lock_guard<std::mutex> Lock(Mu);
   auto It = Prepared.find(ModuleID);
