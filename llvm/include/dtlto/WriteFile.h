@@ -1,9 +1,9 @@
 //===- WriteFile.h - Writing a file, with one error for every failure -----===//
 //
 // The one place that writes the engine's files (shards, manifest, the
-// dtlto-backend inputs, archive member copies) and dtlto-backend's objects:
-// open, write, close, and a failure at any step becomes one error naming the
-// file.
+// dtlto-backend inputs, archive member copies, ThinLTO cache entries) and
+// dtlto-backend's objects: open, write, close, and a failure at any step
+// becomes one error naming the file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +36,14 @@ std::error_code writeFileOrError(llvm::StringRef Path,
                                  llvm::function_ref<void(llvm::raw_ostream &)> Write,
                                  WriteMode Mode = WriteMode::Replace);
 
-/// The same, failing with "cannot write the <What> '<Path>': <reason>".
+/// Writes the file open at FD through Write, and closes it: the first error
+/// of the writes and the close. For a file opened elsewhere (the unique
+/// temporary of a cache entry).
+std::error_code
+writeOpenFile(int FD, llvm::function_ref<void(llvm::raw_ostream &)> Write);
+
+/// The same as writeFileOrError, failing with "cannot write the <What>
+/// '<Path>': <reason>".
 llvm::Error writeFile(llvm::StringRef Path, llvm::StringRef What,
                       llvm::function_ref<void(llvm::raw_ostream &)> Write,
                       WriteMode Mode = WriteMode::Replace);

@@ -2,6 +2,7 @@
 
 #include "dtlto/Cache.h"
 #include "dtlto/Signals.h"
+#include "dtlto/WriteFile.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -90,16 +91,11 @@ Error writeCacheEntryFile(StringRef Entry, StringRef Object) {
           FD, Temp))
     return Fail(EC);
   registerTempFile(Temp, /*Keep=*/false);
-  std::error_code EC;
-  {
-    raw_fd_ostream OS(FD, /*shouldClose=*/true);
+  std::error_code EC = writeOpenFile(FD, [&](raw_ostream &OS) {
     std::array<uint8_t, 32> D = digest(Object);
     OS << Object << TrailerMagic
        << StringRef(reinterpret_cast<const char *>(D.data()), D.size());
-    OS.close();
-    EC = OS.error();
-    OS.clear_error();
-  }
+  });
   if (!EC)
     EC = sys::fs::rename(Temp, Entry);
   if (EC)

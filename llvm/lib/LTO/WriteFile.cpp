@@ -57,6 +57,12 @@ public:
 };
 } // namespace
 
+std::error_code writeOpenFile(int FD, function_ref<void(raw_ostream &)> Write) {
+  NewFileStream OS(FD);
+  Write(OS);
+  return OS.closeFile();
+}
+
 std::error_code writeFileOrError(StringRef Path,
                                  function_ref<void(raw_ostream &)> Write,
                                  WriteMode Mode) {
@@ -76,11 +82,7 @@ std::error_code writeFileOrError(StringRef Path,
       unregisterTempFile(Target);
     return EC;
   }
-  {
-    NewFileStream OS(FD);
-    Write(OS);
-    EC = OS.closeFile();
-  }
+  EC = writeOpenFile(FD, Write);
   if (!EC && Atomic)
     EC = sys::fs::rename(Target, Path);
   // A file we created but could not complete goes.
