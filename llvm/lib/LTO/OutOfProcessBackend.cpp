@@ -98,6 +98,26 @@ static double secondsSince(Clock::time_point Start) {
   return std::chrono::duration<double>(Clock::now() - Start).count();
 }
 
+/// When an event says it happened (its "t", the distributor's clock, which
+/// is this machine's), on our clock; not before Floor, and not after now.
+/// An event without a time, or one from the future, happened now. A
+/// distributor that learns of several jobs at once (batch workers that reply
+/// in groups) says when each started and ended, and the hedging rate needs
+/// those times, not when the news came.
+static Clock::time_point whenSaid(const JobEvent &E, Clock::time_point Floor) {
+  Clock::time_point Now = Clock::now();
+  if (!E.Time)
+    return Now;
+  double Ago = std::chrono::duration<double>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count() -
+               *E.Time;
+  if (Ago <= 0)
+    return Now;
+  return std::max(Floor, Now - std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(Ago)));
+}
+
 static Error makeError(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
 }
@@ -219,7 +239,8 @@ private:
   Error ensureStreamingFarm();
   void handOver(JobState &State);
   void onEventLine(StringRef Line, StringRef Payload);
-  void takeFarmObject(JobState &State, bool AfterExit,
+  // DoneAt: when the farm finished the job (its done event's time).
+  void takeFarmObject(JobState &State, bool AfterExit, Clock::time_point DoneAt,
                       std::optional<StringRef> Payload = std::nullopt);
   std::string pluginLinkFrame();
   DistributorProcess::InProcessFn pluginRunner();
@@ -1049,7 +1070,7 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
   switch (E->What) {
   case JobEvent::Started:
     State.FarmStarted = true;
-    State.FarmStartedAt = Clock::now();
+    State.FarmStartedAt = whenSaid(*E, State.HandedAt);
     Wake = false;
     break;
   case JobEvent::Failed:
@@ -1068,9 +1089,13 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
       Wake = false;
       break;
     }
-    Lock.unlock();
-    takeFarmObject(State, /*AfterExit=*/false,
-                   Plugin ? std::optional<StringRef>(Payload) : std::nullopt);
+    {
+      Clock::time_point DoneAt = whenSaid(
+          *E, State.FarmStarted ? State.FarmStartedAt : State.HandedAt);
+      Lock.unlock();
+      takeFarmObject(State, /*AfterExit=*/false, DoneAt,
+                     Plugin ? std::optional<StringRef>(Payload) : std::nullopt);
+    }
     Lock.lock();
     // Taken: finishJob woke the loop if it was the last. Rejected: the
     // job is among those given up.
@@ -1087,6 +1112,7 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
 // The distributor's object for a job: checked, then linked (and cached). A
 // bad one leaves the job to a local slot now, or to the fallback.
 void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
+                                         Clock::time_point DoneAt,
                                          std::optional<StringRef> Payload) {
   Expected<std::unique_ptr<MemoryBuffer>> Obj = loadObject(State, Payload);
   if (!Obj) {
@@ -1111,8 +1137,8 @@ void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
     return;
   storeInCache(State, Object);
   double Seconds = std::chrono::duration<double>(
-                       Clock::now() - (State.FarmStarted ? State.FarmStartedAt
-                                                         : State.HandedAt))
+                       DoneAt - (State.FarmStarted ? State.FarmStartedAt
+                                                   : State.HandedAt))
                        .count();
   std::lock_guard<std::mutex> Lock(Mu);
   SecondsPerByte.push_back(Seconds / std::max<uint64_t>(State.J.InputBytes, 1));
@@ -1445,7 +1471,7 @@ Error OutOfProcessBackend::runJobs() {
       if (!State->finished())
         BackendThreadPool.async([this, State] {
           WorkerTrace Worker(trace());
-          takeFarmObject(*State, /*AfterExit=*/true);
+          takeFarmObject(*State, /*AfterExit=*/true, Clock::now());
         });
     BackendThreadPool.wait();
   }
