@@ -16,7 +16,11 @@
 // arguments as a JSON array of strings, and each job gets one line on stdout,
 // {"ok":true} or {"ok":false,"error":"..."}, once its object is written; when
 // stderr is a file the reply also says where the job's output on it ends
-// ("stderr_end", an offset), so a distributor may queue the next job early.
+// ("stderr_end", an offset), so a distributor may queue the next job early,
+// and when the job ended ("t", seconds since the epoch). A worker that still
+// holds two queued jobs or more when one ends keeps that job's reply and
+// sends it with the next ones: a distributor that queues small jobs deep is
+// woken once for several.
 // Without --config it is the farm side of distcc and icecream:
 // `-c <bundle> -o <object>` runs the one job in the bundle (Bundle.h,
 // docs/bundle.md).
@@ -46,8 +50,9 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cerrno>
+#include <chrono>
 #include <csignal>
-#include <iostream>
+#include <poll.h>
 #include <string>
 #include <unistd.h>
 
@@ -277,14 +282,100 @@ static Error runJob(Link &L, const JobArgs &J) {
                           dtlto::WriteMode::Atomic);
 }
 
-// Runs jobs named on stdin until it closes.
+namespace {
+/// A batch worker's stdin: one job per line. Lines already sent are taken in
+/// without waiting, so that the worker knows how many jobs it holds.
+class JobLines {
+  std::string Buf;
+  size_t Pos = 0; // where the next line starts
+  bool Ended = false;
+
+  // Reads what stdin has; without Wait, only if something is there now.
+  void readSome(bool Wait) {
+    if (Ended)
+      return;
+    if (!Wait) {
+      pollfd P{STDIN_FILENO, POLLIN, 0};
+      if (::poll(&P, 1, 0) <= 0)
+        return;
+    }
+    char Chunk[65536];
+    ssize_t N;
+    do
+      N = ::read(STDIN_FILENO, Chunk, sizeof(Chunk));
+    while (N < 0 && errno == EINTR);
+    if (N <= 0) {
+      Ended = true;
+      return;
+    }
+    Buf.erase(0, Pos);
+    Pos = 0;
+    Buf.append(Chunk, N);
+  }
+
+public:
+  /// The next line, waiting for it; none once stdin has ended.
+  std::optional<std::string> next() {
+    for (;;) {
+      size_t End = Buf.find('\n', Pos);
+      if (End != std::string::npos) {
+        std::string Line = Buf.substr(Pos, End - Pos);
+        Pos = End + 1;
+        return Line;
+      }
+      if (Ended) {
+        if (Pos == Buf.size())
+          return std::nullopt;
+        std::string Line = Buf.substr(Pos);
+        Pos = Buf.size();
+        return Line;
+      }
+      readSome(/*Wait=*/true);
+    }
+  }
+
+  /// Whether next() has a line without waiting.
+  bool hasLine() const {
+    return Buf.find('\n', Pos) != std::string::npos ||
+           (Ended && Pos < Buf.size());
+  }
+
+  /// How many jobs are waiting, with whatever has arrived by now.
+  size_t held() {
+    readSome(/*Wait=*/false);
+    size_t N = std::count(Buf.begin() + Pos, Buf.end(), '\n');
+    return Ended && Buf.find('\n', Pos) == std::string::npos && Pos < Buf.size()
+               ? N + 1
+               : N;
+  }
+};
+} // namespace
+
+// Runs jobs named on stdin until it closes. Replies are written when the
+// distributor needs them: a worker that still holds two jobs or more after
+// one ends keeps that job's reply with the next ones, so that a distributor
+// that queues jobs deep is woken once for several (each wake-up of another
+// process on a busy machine costs about what a small job's own work does).
+// A failure, or holding one job or none, sends every reply kept.
 static int runBatch(Link &L) {
-  std::string Line;
-  while (std::getline(std::cin, Line)) {
-    if (StringRef(Line).trim().empty())
+  JobLines In;
+  std::string Replies;
+  auto Send = [&] {
+    outs() << Replies;
+    outs().flush();
+    Replies.clear();
+  };
+  for (;;) {
+    // Never wait for a job with replies kept.
+    if (!Replies.empty() && !In.hasLine())
+      Send();
+    std::optional<std::string> Line = In.next();
+    if (!Line)
+      break;
+    if (StringRef(*Line).trim().empty())
       continue;
     Error E = Error::success();
-    Expected<json::Value> V = json::parse(Line);
+    Expected<json::Value> V = json::parse(*Line);
     std::vector<std::string> Args;
     if (!V) {
       E = fail("a batch line is not JSON: " + toString(V.takeError()));
@@ -303,7 +394,8 @@ static int runBatch(Link &L) {
       E = J ? runJob(L, *J) : J.takeError();
       trimFiles(L);
     }
-    json::Object Result{{"ok", !E}};
+    bool Ok = !E;
+    json::Object Result{{"ok", Ok}};
     if (E)
       Result["error"] = toString(std::move(E));
     // Where this job's output on stderr ends (errs() is unbuffered, so it is
@@ -312,9 +404,16 @@ static int runBatch(Link &L) {
     // an offset; on a pipe or a terminal there is none to give.
     if (off_t End = ::lseek(STDERR_FILENO, 0, SEEK_CUR); End >= 0)
       Result["stderr_end"] = int64_t(End);
-    outs() << json::Value(std::move(Result)) << "\n";
-    outs().flush();
+    // When the job ended: its reply may wait for the next ones.
+    Result["t"] = std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    raw_string_ostream(Replies) << json::Value(std::move(Result)) << "\n";
+    if (!Ok || In.held() <= 1)
+      Send();
   }
+  if (!Replies.empty())
+    Send();
   return 0;
 }
 
