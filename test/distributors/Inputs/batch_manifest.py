@@ -2,13 +2,17 @@
 batch_worker.py, which the manifest's side file marks as able to run
 batches (OUT.dtlto.json, as our engine writes it).
 
-  batch_manifest.py PYTHON OUT.json MODULE...
+  batch_manifest.py [--input-bytes=N] PYTHON OUT.json MODULE...
+
+Each job's input bytes (the side file's) are N, 0 by default.
 """
 import json
 import os
 import sys
 
-python, out, modules = sys.argv[1], sys.argv[2], sys.argv[3:]
+args = sys.argv[1:]
+size = int(args.pop(0).split("=", 1)[1]) if args[0].startswith("--input-bytes=") else 0
+python, out, modules = args[0], args[1], args[2:]
 worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "batch_worker.py")
 jobs = [{"args": [m, f"-fthinlto-index={m}.shard", "-o", f"{m}.obj"],
          "inputs": [m, f"{m}.shard"], "outputs": [f"{m}.obj"]} for m in modules]
@@ -21,4 +25,4 @@ with open(out, "w") as f:
                "jobs": jobs}, f)
 with open(out[:-len(".json")] + ".dtlto.json", "w") as f:
     json.dump({"engine": "dtlto", "version": "test", "jobs": len(jobs),
-               "batch_arg": "--batch", "input_bytes": [0] * len(jobs)}, f)
+               "batch_arg": "--batch", "input_bytes": [size] * len(jobs)}, f)

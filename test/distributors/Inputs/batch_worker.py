@@ -20,6 +20,8 @@ line behind it on stdin. What a job does depends on its module:
           next job's output is on stderr before this reply is read
   gate*   waits for the next job's line, writes that job's module to
           ./queued, waits for ./open-gate, then as anything else
+  deep*   waits until three jobs' lines are queued behind it, writes their
+          modules to ./queued, then as anything else
   anything else writes OUT and replies ok.
 
 Each worker records its pid in ./workers.
@@ -47,16 +49,22 @@ def next_line():
     return json.loads(line)
 
 
+def wait_for_lines(n):
+    """The modules of the next n jobs, without taking their lines from the
+    queue (fewer at the end of stdin)."""
+    global buffered
+    while buffered.count(b"\n") < n:
+        data = os.read(0, 65536)
+        if not data:
+            break
+        buffered += data
+    return [json.loads(line)[0] for line in buffered.split(b"\n")[:n] if line]
+
+
 def wait_for_next_line():
     """The next job's module without taking its line from the queue ("" at
     the end of stdin)."""
-    global buffered
-    while b"\n" not in buffered:
-        data = os.read(0, 65536)
-        if not data:
-            return ""
-        buffered += data
-    return json.loads(buffered.split(b"\n", 1)[0])[0]
+    return (wait_for_lines(1) or [""])[0]
 
 
 def say(text: str) -> None:
@@ -108,6 +116,10 @@ while (args := next_line()) is not None:
         say("about to crash")
         os.kill(os.getpid(), signal.SIGKILL)
     else:
+        if module.startswith("deep"):
+            with open("queued.tmp", "w") as f:
+                f.write(" ".join(wait_for_lines(3)) + "\n")
+            os.rename("queued.tmp", "queued")
         if module.startswith("gate"):
             with open("queued.tmp", "w") as f:
                 f.write(wait_for_next_line() + "\n")

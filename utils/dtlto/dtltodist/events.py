@@ -68,13 +68,14 @@ class Events:
     def enabled(self) -> bool:
         return self._fd is not None
 
-    def _emit(self, job_id: int, event: str, final: bool = False, **fields) -> None:
+    def _emit(self, job_id: int, event: str, final: bool = False,
+              t: float | None = None, **fields) -> None:
         with self._lock:
             if self._fd is None or job_id in self._closed:
                 return
             if final:
                 self._closed.add(job_id)
-            self._write(job_id, event, fields)
+            self._write(job_id, event, fields, t)
 
     @contextlib.contextmanager
     def batch(self):
@@ -92,8 +93,9 @@ class Events:
                     self._send(b"".join(self._batched))
                     self._batched.clear()
 
-    def _write(self, job_id: int, event: str, fields: dict) -> None:
-        record = {"id": job_id, "event": event, "t": round(time.time(), 6)}
+    def _write(self, job_id: int, event: str, fields: dict, t: float | None) -> None:
+        record = {"id": job_id, "event": event,
+                  "t": round(time.time() if t is None else t, 6)}
         record.update({k: v for k, v in fields.items() if v is not None})
         line = (json.dumps(record, ensure_ascii=True) + "\n").encode()
         if len(line) > MAX_LINE:
@@ -119,14 +121,17 @@ class Events:
 
     def started(self, job_id: int, worker: str | None = None,
                 queue_s: float | None = None, upload_s: float | None = None,
-                attempt: int | None = None) -> None:
-        self._emit(job_id, "started", worker=worker, queue_s=_secs(queue_s),
+                attempt: int | None = None, t: float | None = None) -> None:
+        """t (here and in done): when it happened, time.time(), if not
+        now: a batch worker's replies come in groups (workers.py), and the
+        linker times its jobs (hedging) by the events' times."""
+        self._emit(job_id, "started", t=t, worker=worker, queue_s=_secs(queue_s),
                    upload_s=_secs(upload_s), attempt=attempt)
 
     def done(self, job_id: int, worker: str | None = None,
              compile_s: float | None = None, download_s: float | None = None,
-             attempt: int | None = None) -> None:
-        self._emit(job_id, "done", final=True, worker=worker, compile_s=_secs(compile_s),
+             attempt: int | None = None, t: float | None = None) -> None:
+        self._emit(job_id, "done", final=True, t=t, worker=worker, compile_s=_secs(compile_s),
                    download_s=_secs(download_s), attempt=attempt)
 
     def failed(self, job_id: int, reason: str, retry: bool,

@@ -70,6 +70,13 @@ def size_text(nbytes: int) -> str:
             return f"{nbytes:.1f} {unit}"
 
 
+def _monotonic_at(at: float | None) -> float:
+    """time.monotonic() at the moment time.time() was at; now when at is
+    None or not in the past."""
+    now = time.monotonic()
+    return now if at is None else now - max(0.0, time.time() - at)
+
+
 class Reporter:
     def __init__(self, prog: str, quiet=False, progress=False, verbose=False,
                  stream=None, placement=None, timings=None):
@@ -139,19 +146,20 @@ class Reporter:
                    **kwargs)
 
     def started(self, job, argv=None, worker: str | None = None,
-                attempt: int | None = None) -> None:
-        """A job (an attempt of it) began; argv, when there is one, is
-        what runs it. --timings keep the first start of each job."""
-        self._began[job.index] = time.monotonic()
+                attempt: int | None = None, at: float | None = None) -> None:
+        """A job (an attempt of it) began, at the time.time() at if that
+        was before now; argv, when there is one, is what runs it.
+        --timings keep the first start of each job."""
+        self._began[job.index] = _monotonic_at(at)
         if self.timings_path:
             self.times.setdefault(job.index, [self.elapsed(), None, ""])
-        self.events.started(job.index, worker=worker or self.worker, attempt=attempt)
+        self.events.started(job.index, worker=worker or self.worker, attempt=attempt, t=at)
         if argv is not None:
             self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
 
-    def _ran_for(self, job) -> float | None:
+    def _ran_for(self, job, ended_at: float | None = None) -> float | None:
         began = self._began.pop(job.index, None)
-        return None if began is None else time.monotonic() - began
+        return None if began is None else max(0.0, _monotonic_at(ended_at) - began)
 
     def retrying(self, result) -> None:
         """A job failed and runs again."""
@@ -194,7 +202,8 @@ class Reporter:
         """A job succeeded: pass its output on, then show progress."""
         self._ended(result)
         self.events.done(result.job.index, worker=result.where or self.worker,
-                         compile_s=self._ran_for(result.job), attempt=result.attempt)
+                         compile_s=self._ran_for(result.job, result.ended_at),
+                         attempt=result.attempt, t=result.ended_at)
         self.done += 1
         if result.stdout:
             self._clear_line()

@@ -53,6 +53,7 @@ class JobResult:
     stderr: bytes = b""
     problem: str = ""  # why it failed beyond the exit code, e.g. a missing output
     where: str = ""  # the host or node a remote engine ran it on, if known
+    ended_at: float | None = None  # when it ended (time.time()), if before now
 
     @property
     def ok(self) -> bool:

@@ -11,17 +11,25 @@ where each job's output on stderr ends ("stderr_end": the file offset, as
 dtlto-backend's do when stderr is a file) holds a second job on its stdin
 while it runs one, and so starts it as it replies, without waiting for us;
 the job counts as started then (its "started" event), and needs no slot
-until it does. The last jobs of the queue are not held that way: they go to
-whichever worker is free first. A worker that does not say gets one job at
-a time, and the next as soon as it replies ok, before that reply's object
-is checked and reported.
+until it does. Small jobs are held deeper: up to 7 behind the one running,
+while those held come to at most 256 KiB of input. dtlto-backend then
+replies for several jobs at once (it keeps a job's reply while it still
+holds two jobs or more), so that neither we nor the linker are woken once
+per job: on a busy machine each wake-up of another process costs about
+what a small job's own work outside the compiler does. A reply's "t" (when
+the job ended, seconds since the epoch) dates the job's "done" event and
+its successor's "started", so the linker's job times stay true. The last
+jobs of the queue are not held that way: they go to whichever worker is
+free first. A worker that does not say gets one job at a time, and the
+next as soon as it replies ok, before that reply's object is checked and
+reported.
 
 The rest is Runner's contract (runner.py): jobs start in manifest order,
 make's jobserver is honoured (a busy worker beyond the first holds a
 token), the first failure stops the run and shows the job's command and
 output, SIGINT/SIGTERM/SIGHUP kill every worker and exit 128+n, and every
 declared output is checked. Jobs already started when a failure is seen
-run to their end, and so does one a worker holds (its worker starts it).
+run to their end, and so do those a worker holds (its worker starts them).
 A cancelled job that a worker runs kills that worker; one held behind
 another job is answered when the worker, having replied for that job, is
 killed as it starts it.
@@ -46,10 +54,37 @@ from .runner import (JobResult, Slots, check_all_outputs, check_outputs, drop_ca
 # dying one exits at once, and one that lives on would never reply.
 _EXIT_GRACE = 5
 
+# How deep a worker that says where each job's stderr ends is fed: besides
+# the job it runs, one job whatever its size, and more up to _DEEP jobs in
+# all while those it holds come to at most _DEEP_BYTES of input. Bounded in
+# bytes because held jobs run on after a failure.
+_DEEP = 8
+_DEEP_BYTES = 256 * 1024
+
+
+def may_hold(jobs, job: Job, waiting: int, busy: int) -> bool:
+    """Whether a worker that can hold jobs and has jobs (the one it runs
+    first) is given job to hold, with waiting jobs queued (job among them)
+    and busy workers. The queue's last jobs are not held (each worker's
+    share of them is what it holds already): they go to whichever worker is
+    free first."""
+    if waiting <= busy * len(jobs):
+        return False
+    if len(jobs) == 1:
+        return True
+    held = [j.input_bytes for j in list(jobs)[1:]] + [job.input_bytes]
+    return len(jobs) < _DEEP and None not in held and sum(held) <= _DEEP_BYTES
+
+
+def _reply_time(reply: dict | None) -> float | None:
+    """When a reply says its job ended (time.time()), if it says."""
+    t = reply.get("t") if reply else None
+    return float(t) if type(t) in (int, float) and t >= 0 else None
+
 
 class _Worker:
     """One compiler process running jobs one after the other: jobs[0] is the
-    one it runs, jobs[1] (when depth allows) the one waiting on its stdin."""
+    one it runs, the others (when it holds jobs) wait on its stdin."""
 
     def __init__(self, argv: list[str]):
         # stderr to a file: we read what each job added to it, and a worker
@@ -63,9 +98,10 @@ class _Worker:
         self.buffer = b""
         self.jobs: deque[Job] = deque()
         self.err_start = 0
-        # How many jobs it may hold: 2 once a reply of its has said where
-        # that job's stderr ends ("stderr_end"), as dtlto-backend's do.
-        self.depth = 1
+        # Whether it may hold jobs behind the one it runs: once a reply of
+        # its has said where that job's stderr ends ("stderr_end"), as
+        # dtlto-backend's do.
+        self.holds = False
         self.cancelled: set[int] = set()  # of its waiting job, by the linker
 
     def give(self, job: Job) -> None:
@@ -107,9 +143,9 @@ class _Worker:
         fd = self.err.fileno()
         end = reply.get("stderr_end") if reply else None
         if type(end) is int and end >= self.err_start:
-            self.depth = 2
+            self.holds = True
         else:
-            end, self.depth = os.fstat(fd).st_size, 1
+            end, self.holds = os.fstat(fd).st_size, False
         data = os.pread(fd, end - self.err_start, self.err_start) if end > self.err_start else b""
         self.err_start = end
         return data
@@ -235,19 +271,18 @@ class BatchRunner:
                 self.slots.shrink_to(len(busy))
                 return
             busy.append(started)
-        # Every slot is taken: a worker that can hold a second job gets it
-        # on its stdin, so that it starts the job as it replies instead of
-        # waiting for us to read the reply and answer. Not the last few,
-        # which go to whichever worker is free first.
+        # Every slot is taken: a worker that can hold jobs gets them on its
+        # stdin, so that it starts the next as it replies instead of
+        # waiting for us to read the reply and answer (the module doc).
         for w in busy:
-            if len(pending) <= len(busy):
-                break
-            if len(w.jobs) < w.depth and not w.cancelled:
+            while (pending and w.holds and not w.cancelled
+                   and may_hold(w.jobs, pending[0], len(pending), len(busy))):
                 job = pending.popleft()
                 try:
                     w.give(job)
                 except OSError:
                     pending.appendleft(job)  # it died: _collect hears of it
+                    break
 
     def _start(self, job: Job, w: _Worker | None, workers) -> _Worker | None:
         """Hands job to w, or to a new worker (added to workers) when w is
@@ -316,7 +351,7 @@ class BatchRunner:
             if w.jobs[0].index in w.cancelled:
                 self._retire(w, workers, pending, jobs)
             else:
-                self.reporter.started(w.jobs[0], w.jobs[0].command)
+                self.reporter.started(w.jobs[0], w.jobs[0].command, at=_reply_time(reply))
         elif pending and reply.get("ok") and not (self.failure or self._signal):
             # The worker gets its next job before we check and report this
             # one: it idles only while we read its reply, not while we stat
@@ -327,7 +362,7 @@ class BatchRunner:
         self.slots.shrink_to(len([x for x in workers if x.jobs]))
         if self.failure:
             return
-        result = JobResult(job, 1, returncode=0, stderr=stderr)
+        result = JobResult(job, 1, returncode=0, stderr=stderr, ended_at=_reply_time(reply))
         if ended:
             result.returncode = None  # describe() then shows the problem
             result.problem = (f"lost its worker ({self.argv[0]} ended with "
