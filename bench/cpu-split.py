@@ -120,6 +120,9 @@ def main():
     p.add_argument("--python", default="/usr/bin/python3",
                    help="the interpreter that runs local.py (default: %(default)s)")
     args = p.parse_args()
+    # The links run in the program's directory: paths given relative to ours.
+    for name in ("local_py", "link_dir", "ld_lld", "dtlto_backend", "stock_ld_lld"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))
     modes = args.modes.split(",")
     if bad := [m for m in modes if m not in MODES]:
         p.error(f"unknown mode(s): {', '.join(bad)}")
