@@ -110,8 +110,9 @@ class Reporter:
         self.worker = socket.gethostname()
         self._began: dict[int, float] = {}
 
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
+    def elapsed(self, at: float | None = None) -> float:
+        """Seconds since the run began: now, or at the time.time() at."""
+        return _monotonic_at(at) - self.start
 
     def _write(self, text: str) -> None:
         self._clear_line()
@@ -152,7 +153,7 @@ class Reporter:
         --timings keep the first start of each job."""
         self._began[job.index] = _monotonic_at(at)
         if self.timings_path:
-            self.times.setdefault(job.index, [self.elapsed(), None, ""])
+            self.times.setdefault(job.index, [self.elapsed(at), None, ""])
         self.events.started(job.index, worker=worker or self.worker, attempt=attempt, t=at)
         if argv is not None:
             self.verbose_note(f"job {job.index}: {shlex.join(argv)}")
@@ -177,7 +178,8 @@ class Reporter:
     def _ended(self, result) -> None:
         if self.timings_path:
             entry = self.times.setdefault(result.job.index, [None, None, ""])
-            entry[1] = self.elapsed()
+            # Not before its start: a clock that says so is not believed.
+            entry[1] = max(self.elapsed(result.ended_at), entry[0] or 0.0)
             entry[2] = getattr(result, "where", "") or ""
 
     def write_timings(self) -> None:
