@@ -290,7 +290,9 @@ class JobLines {
   size_t Pos = 0; // where the next line starts
   bool Ended = false;
 
-  // Reads what stdin has; without Wait, only if something is there now.
+  // Reads what stdin has; without Wait, only if something is there now. At
+  // its end a last line without a newline gets one, so that every line in
+  // Buf ends with one.
   void readSome(bool Wait) {
     if (Ended)
       return;
@@ -304,49 +306,39 @@ class JobLines {
     do
       N = ::read(STDIN_FILENO, Chunk, sizeof(Chunk));
     while (N < 0 && errno == EINTR);
-    if (N <= 0) {
-      Ended = true;
-      return;
-    }
     Buf.erase(0, Pos);
     Pos = 0;
-    Buf.append(Chunk, N);
+    if (N > 0) {
+      Buf.append(Chunk, N);
+      return;
+    }
+    Ended = true;
+    if (!Buf.empty() && Buf.back() != '\n')
+      Buf += '\n';
   }
 
 public:
   /// The next line, waiting for it; none once stdin has ended.
   std::optional<std::string> next() {
     for (;;) {
-      size_t End = Buf.find('\n', Pos);
-      if (End != std::string::npos) {
+      if (size_t End = Buf.find('\n', Pos); End != std::string::npos) {
         std::string Line = Buf.substr(Pos, End - Pos);
         Pos = End + 1;
         return Line;
       }
-      if (Ended) {
-        if (Pos == Buf.size())
-          return std::nullopt;
-        std::string Line = Buf.substr(Pos);
-        Pos = Buf.size();
-        return Line;
-      }
+      if (Ended)
+        return std::nullopt;
       readSome(/*Wait=*/true);
     }
   }
 
   /// Whether next() has a line without waiting.
-  bool hasLine() const {
-    return Buf.find('\n', Pos) != std::string::npos ||
-           (Ended && Pos < Buf.size());
-  }
+  bool hasLine() const { return Buf.find('\n', Pos) != std::string::npos; }
 
   /// How many jobs are waiting, with whatever has arrived by now.
   size_t held() {
     readSome(/*Wait=*/false);
-    size_t N = std::count(Buf.begin() + Pos, Buf.end(), '\n');
-    return Ended && Buf.find('\n', Pos) == std::string::npos && Pos < Buf.size()
-               ? N + 1
-               : N;
+    return std::count(Buf.begin() + Pos, Buf.end(), '\n');
   }
 };
 } // namespace
@@ -412,8 +404,7 @@ static int runBatch(Link &L) {
     if (!Ok || In.held() <= 1)
       Send();
   }
-  if (!Replies.empty())
-    Send();
+  // Every reply is sent: the loop ends only when a line was waited for.
   return 0;
 }
 
