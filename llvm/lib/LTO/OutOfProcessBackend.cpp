@@ -197,6 +197,10 @@ struct JobState {
   bool Cancelled = false;   // the farm was told it need not run it
   Clock::time_point HandedAt, FarmStartedAt;
   bool finished() const { return From != Source::None; }
+  /// Since when the farm has had it: its start, as said, or its hand-over.
+  Clock::time_point farmSince() const {
+    return FarmStarted ? FarmStartedAt : HandedAt;
+  }
 };
 
 class OutOfProcessBackend : public ThinBackendProc {
@@ -1090,8 +1094,7 @@ void OutOfProcessBackend::onEventLine(StringRef Line, StringRef Payload) {
       break;
     }
     {
-      Clock::time_point DoneAt = whenSaid(
-          *E, State.FarmStarted ? State.FarmStartedAt : State.HandedAt);
+      Clock::time_point DoneAt = whenSaid(*E, State.farmSince());
       Lock.unlock();
       takeFarmObject(State, /*AfterExit=*/false, DoneAt,
                      Plugin ? std::optional<StringRef>(Payload) : std::nullopt);
@@ -1136,10 +1139,8 @@ void OutOfProcessBackend::takeFarmObject(JobState &State, bool AfterExit,
   if (!finishJob(State, Object, Source::Farm))
     return;
   storeInCache(State, Object);
-  double Seconds = std::chrono::duration<double>(
-                       DoneAt - (State.FarmStarted ? State.FarmStartedAt
-                                                   : State.HandedAt))
-                       .count();
+  double Seconds =
+      std::chrono::duration<double>(DoneAt - State.farmSince()).count();
   std::lock_guard<std::mutex> Lock(Mu);
   SecondsPerByte.push_back(Seconds / std::max<uint64_t>(State.J.InputBytes, 1));
 }
