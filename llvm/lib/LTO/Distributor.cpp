@@ -398,31 +398,28 @@ static bool sendAll(int Fd, MutableArrayRef<iovec> Iov) {
 
 // The job channel is a socket pair, not a pipe: a write after the
 // distributor is gone is an error (MSG_NOSIGNAL), not a SIGPIPE that would
-// kill the linker. Every job queued when the writer wakes goes in one
-// write: the distributor then reads a batch where it would have been woken
-// once a job (1,001 wake-ups for 1,001 jobs that were ready together).
+// kill the linker.
 void DistributorProcess::Impl::writeJobs() {
   for (;;) {
-    std::deque<Outgoing> Batch;
+    Outgoing Msg;
     {
       std::unique_lock<std::mutex> Lock(Mu);
       Changed.wait(Lock, [&] { return !Outbox.empty() || OutboxClosed; });
       if (Outbox.empty())
         break;
-      Batch.swap(Outbox);
+      Msg = std::move(Outbox.front());
+      Outbox.pop_front();
     }
     std::vector<iovec> Iov;
     auto Add = [&](StringRef Bytes) {
       if (!Bytes.empty())
         Iov.push_back({const_cast<char *>(Bytes.data()), Bytes.size()});
     };
-    for (const Outgoing &Msg : Batch) {
-      Add(Msg.Line);
-      for (StringRef Bytes : Msg.Body)
-        Add(Bytes);
-      if (!Msg.Body.empty())
-        Add("\n");
-    }
+    Add(Msg.Line);
+    for (StringRef Bytes : Msg.Body)
+      Add(Bytes);
+    if (!Msg.Body.empty())
+      Add("\n");
     if (!sendAll(JobWrite, Iov)) {
       // The distributor closed its end: it takes no more jobs.
       std::lock_guard<std::mutex> Lock(Mu);
