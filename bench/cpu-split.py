@@ -13,6 +13,9 @@ the samples by process name:
           workers (the harness's ours-native mode)
   plugin  our ld.lld, builtin:local --jobs=N, dtlto-backend --memory
           workers in dtlto-plugin-host (the harness's ours-plugin mode)
+  inlinker  the same plugin on a thread of the linker
+          (DTLTO_PLUGIN_IN_PROCESS=1): no host process, its CPU counts
+          as the linker's
   prefed  (opt-in) our ld.lld one-shot (DTLTO_STREAM=0) with
           benchlib/prefeddist.py: N batch workers given every job up front,
           so that nothing wakes the distributor or the linker per job
@@ -56,13 +59,13 @@ def find_program(args):
     return find_build(args.cache, args.program)
 
 
-MODES = ("inproc", "native", "plugin", "prefed")
+MODES = ("inproc", "native", "plugin", "inlinker", "prefed")
 
 
 def mode_argv(mode, args):
     if mode == "inproc":
         return [args.stock_ld_lld, f"--thinlto-jobs={args.jobs}"]
-    dist = (["builtin:local"] if mode == "plugin" else
+    dist = (["builtin:local"] if mode in ("plugin", "inlinker") else
             [args.python, os.path.join(HERE, "benchlib", "prefeddist.py")] if mode == "prefed"
             else [args.python, args.local_py])
     dist.append(f"--jobs={args.jobs}")
@@ -97,6 +100,8 @@ def link(build, mode, out, data, args):
     env = dict(os.environ, DTLTO_LOCAL_JOBS="0", DTLTO_LOCAL_FALLBACK="0")
     if mode == "prefed":
         env["DTLTO_STREAM"] = "0"
+    if mode == "inlinker":
+        env["DTLTO_PLUGIN_IN_PROCESS"] = "1"
     proc = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(FREQ),
                            "-o", data, "--", first] + argv + rest,
                           cwd=build["cwd"], env=env, capture_output=True, text=True)

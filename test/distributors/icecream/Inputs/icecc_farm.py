@@ -37,6 +37,16 @@
       HOST, which iceccd's own log does not always give (see faults.test).
       Prints how many environments.
 
+  icecc_farm.py jobs STATE [--wait SECONDS]
+      The jobs the scheduler of the running farm whose state directory is
+      STATE has seen end, from its log: how many ended on the hosts (hI),
+      how many elsewhere, how many with a non-zero status, and how many
+      hosts ran any. A host tells the scheduler that a job ended after the
+      client has its object, so it first waits (default 60 s) until every
+      job the scheduler was asked for has ended, and says which have not
+      if some never do. One process writes the scheduler's log, a whole
+      line a record; iceccd's logs are shared by the daemon and its job
+      processes, whose records interleave and have gone missing there.
   icecc_farm.py missing        what this machine lacks (nothing if ready)
   icecc_farm.py check-clean R  succeeds when nothing recorded in R is left
 """
@@ -44,8 +54,10 @@
 import glob
 import os
 import pwd
+import re
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "ssh", "Inputs"))
@@ -130,6 +142,39 @@ def doctor(argv: list[str]) -> int:
     return 0
 
 
+def scheduler_jobs(state: str):
+    """(asked, ended) from the scheduler's log: the ids of the jobs it was
+    asked for, and {id: (status, host)} of those that ended."""
+    asked, ended = set(), {}
+    with open(os.path.join(state, "scheduler.log"), errors="replace") as f:
+        for line in f:
+            if m := re.search(r": NEW (\d+) ", line):
+                asked.add(m[1])
+            elif m := re.search(r": END (\d+) status=(\d+) .* server=(\S+)", line):
+                ended[m[1]] = (int(m[2]), m[3])
+    return asked, ended
+
+
+def jobs(argv: list[str]) -> int:
+    state, wait = argv[0], 60.0
+    if argv[1:2] == ["--wait"]:
+        wait = float(argv[2])
+    deadline = time.monotonic() + wait
+    while True:
+        asked, ended = scheduler_jobs(state)
+        if asked <= ended.keys() or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    on_hosts = [host for _, host in ended.values() if re.fullmatch(r"h\d+", host)]
+    print(f"jobs ended on the hosts: {len(on_hosts)}")
+    print(f"jobs ended elsewhere: {len(ended) - len(on_hosts)}")
+    print(f"failed: {sum(1 for status, _ in ended.values() if status)}")
+    print(f"hosts used: {len(set(on_hosts))}")
+    if running := sorted(asked - ended.keys(), key=int):
+        print(f"still running after {wait:g} s: {' '.join(running)}")
+    return 0
+
+
 class StallWatch:
     """watch() for run_command with --stall-watch (see the module doc)."""
 
@@ -169,4 +214,6 @@ HARNESS = sandbox.Harness("icecc_farm.py", __doc__, TOOLS, "--hosts", start,
 if __name__ == "__main__":
     if sys.argv[1:2] == ["doctor"]:
         sys.exit(doctor(sys.argv[2:]))
+    if sys.argv[1:2] == ["jobs"]:
+        sys.exit(jobs(sys.argv[2:]))
     sys.exit(HARNESS.main())
