@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
+#include "dtlto/BackendCache.h"
 #include "dtlto/BackendConfig.h"
 #include "dtlto/WriteFile.h"
 
@@ -79,8 +80,9 @@ static const char *const Usage =
     "With --memory it is a worker of the local distributor plugin: the link\n"
     "and its jobs come on stdin and the objects go to stdout, no file is\n"
     "touched (docs/plugins.md).\n"
-    "A worker (--batch, --memory) keeps the module files it has read, up to\n"
-    "DTLTO_BACKEND_CACHE_MIB (default 64; 0 keeps none past its job).\n";
+    "A worker keeps the module files it has read, up to\n"
+    "DTLTO_BACKEND_CACHE_MIB (default 64; 0 keeps none past its job); a --memory\n"
+    "worker keeps what the plugin tells it to, within the same budget.\n";
 
 static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
@@ -112,21 +114,17 @@ struct Link {
   uint64_t FileBytes = 0; // held in Files
   uint64_t CacheBytes = uint64_t(64) << 20;
   uint64_t Job = 0; // jobs begun
+  /// A --memory worker reads no file: every module comes with the job.
+  bool NoFiles = false;
 };
 } // namespace
 
-// DTLTO_BACKEND_CACHE_MIB=<n>: the module files a worker keeps between jobs
-// (default 64 MiB; 0 keeps none).
+// The module files a batch worker keeps between jobs (BackendCache.h).
 static Error setCacheBudget(Link &L) {
-  const char *Text = ::getenv("DTLTO_BACKEND_CACHE_MIB");
-  if (!Text)
-    return Error::success();
-  uint64_t MiB;
-  if (StringRef(Text).getAsInteger(10, MiB) || MiB >= (uint64_t(1) << 40))
-    return fail("DTLTO_BACKEND_CACHE_MIB='" + Twine(Text) +
-                "' is not a size in MiB (a whole number, 0 to keep no "
-                "module files between jobs)");
-  L.CacheBytes = MiB << 20;
+  Expected<uint64_t> Bytes = dtlto::backendCacheBytes();
+  if (!Bytes)
+    return Bytes.takeError();
+  L.CacheBytes = *Bytes;
   return Error::success();
 }
 
@@ -204,6 +202,9 @@ static Expected<BitcodeModule> openModule(Link &L, StringRef Path,
                                           StringRef What) {
   if (ModuleFile *F = cachedFile(L, Path))
     return F->BM;
+  if (L.NoFiles)
+    return fail("the job needs the " + What + " '" + Path +
+                "', which it neither sent nor named as held");
   Expected<std::unique_ptr<MemoryBuffer>> Buf = readFile(Path, What);
   if (!Buf)
     return Buf.takeError();
@@ -447,11 +448,21 @@ static Error loadConfig(Link &L, StringRef ConfigName, StringRef Text) {
 // stdout; it touches no file. Each message is one JSON line followed by the
 // bytes it announces:
 //   in:  {"config": C}                         then the configuration, once
-//        {"inputs": [{"name": N, "size": S}...]} then each input's bytes:
-//                                               the module, its shard, the
-//                                               modules it imports from
+//        {"drop": [N...],
+//         "inputs": [{"name": N, "size": S} or {"name": N, "held": true}...]}
+//                                               then the bytes of each input
+//                                               with a size: the module, its
+//                                               shard, the modules it imports
 //   out: {"ok": true, "bytes": B}              then the object
 //        {"ok": false, "error": "..."}
+// The worker holds every module it was sent (the shard, inputs[1], is the
+// job's own) until a job's "drop" names it, so each module crosses the pipe
+// once and later jobs name it as held. The plugin decides what the worker
+// holds (DTLTO_BACKEND_CACHE_MIB is its budget): the worker never drops a
+// module on its own, so the plugin may send a job before the answer to the
+// one before it. A held module the worker does not hold (never sent, or
+// not ThinLTO bitcode) is a broken protocol: the worker exits, and the
+// plugin starts another.
 
 namespace {
 /// Standard input, read in lines and runs of bytes.
@@ -519,8 +530,7 @@ static int runMemoryWorker() {
     return die(fail("--memory: the first message must be "
                     "{\"config\": C} and its bytes"));
   Link L;
-  if (Error E = setCacheBudget(L))
-    return die(std::move(E));
+  L.NoFiles = true;
   if (Error E = loadConfig(L, "<memory>", Config))
     return die(std::move(E));
 
@@ -533,10 +543,26 @@ static int runMemoryWorker() {
     if (!Inputs || Inputs->size() < 2)
       return die(fail("--memory: a job must be {\"inputs\": [...]} with "
                       "its module and shard"));
-    std::vector<std::pair<std::string, std::string>> Files;
+    if (const json::Array *Drop = O->getArray("drop"))
+      for (const json::Value &Name : *Drop)
+        if (std::optional<StringRef> N = Name.getAsString())
+          L.Files.erase(*N);
+    // (name, bytes); no bytes for a module the worker holds.
+    std::vector<std::pair<std::string, std::optional<std::string>>> Files;
     for (const json::Value &F : *Inputs) {
       const json::Object *FO = F.getAsObject();
       std::optional<StringRef> Name = FO ? FO->getString("name") : std::nullopt;
+      if (Name && FO->getBoolean("held").value_or(false)) {
+        if (Files.size() == 1)
+          return die(fail("--memory: the index shard '" + *Name +
+                          "' cannot be held: send it with each job"));
+        if (!L.Files.count(*Name))
+          return die(fail("--memory: the job names '" + *Name +
+                          "' as held, but this worker does not hold it (it "
+                          "was never sent, or was dropped)"));
+        Files.emplace_back(Name->str(), std::nullopt);
+        continue;
+      }
       int64_t Size = FO ? FO->getInteger("size").value_or(-1) : -1;
       std::string Data;
       if (!Name || Size < 0 || !In.bytes(Size, Data))
@@ -544,42 +570,45 @@ static int runMemoryWorker() {
                         "bytes"));
       Files.emplace_back(Name->str(), std::move(Data));
     }
-    // The modules, by the names the shards know them by. One sent
-    // before is the same file: the link's inputs do not change.
+    // Every module sent is kept, whatever becomes of the job, until a job
+    // drops it: the plugin counts on it. One that is not ThinLTO bitcode
+    // cannot be, and fails the job.
     ++L.Job;
     Error E = Error::success();
-    for (size_t I = 0; I < Files.size() && !E; ++I) {
+    for (size_t I = 0; I < Files.size(); ++I) {
       if (I == 1)
         continue; // the shard
-      if (cachedFile(L, Files[I].first))
-        continue;
-      auto Buf =
-          MemoryBuffer::getMemBufferCopy(Files[I].second, Files[I].first);
+      const std::string &Name = Files[I].first;
+      if (cachedFile(L, Name))
+        continue; // held, or sent twice
+      auto Buf = MemoryBuffer::getMemBufferCopy(*Files[I].second, Name);
       Expected<BitcodeModule> BM = lto::findThinLTOModule(*Buf);
       if (!BM) {
-        E = fail("'" + Files[I].first +
-                 "' holds no ThinLTO module: " + toString(BM.takeError()));
-        break;
+        E = joinErrors(std::move(E),
+                       fail("'" + Name + "' holds no ThinLTO module: " +
+                            toString(BM.takeError())));
+        continue;
       }
-      keepFile(L, Files[I].first, std::move(Buf), *BM);
+      keepFile(L, Name, std::move(Buf), *BM);
     }
     SmallString<0> Object;
     if (!E) {
-      Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
-          getModuleSummaryIndex(
-              MemoryBufferRef(Files[1].second, Files[1].first));
-      if (!Shard)
-        E = fail("cannot read the index shard '" + Files[1].first +
-                 "': " + toString(Shard.takeError()));
+      const std::string &ShardName = Files[1].first;
+      if (!Files[1].second)
+        E = fail("the index shard '" + ShardName + "' came without its bytes");
+      else if (Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
+                   getModuleSummaryIndex(
+                       MemoryBufferRef(*Files[1].second, ShardName)))
+        E = compileModule(L, Files[0].first, **Shard, ShardName, Object);
       else
-        E = compileModule(L, Files[0].first, **Shard, Files[1].first, Object);
+        E = fail("cannot read the index shard '" + ShardName +
+                 "': " + toString(Shard.takeError()));
     }
     if (E)
       reply(json::Object{{"ok", false}, {"error", toString(std::move(E))}});
     else
       reply(json::Object{{"ok", true}, {"bytes", int64_t(Object.size())}},
             Object);
-    trimFiles(L);
   }
   outs().flush();
   sys::Process::Exit(0, /*NoCleanup=*/true);

@@ -1,29 +1,42 @@
 //===- LocalPlugin.cpp - The local distributor plugin ---------------------===//
 //
 // Runs jobs in `dtlto-backend --memory` workers on this machine: one thread
-// per worker slot, each feeding its worker the link once and then a job at
-// a time over its stdin, and reading the object from its stdout. Nothing
-// touches the disk. dtlto-backend runs each job exactly as in-process
-// ThinLTO would, so the objects are those of an in-process link, whatever
-// the remote compiler the link names.
+// per worker slot, each feeding its worker the link once and then its jobs
+// over its stdin, and reading the objects from its stdout. Nothing touches
+// the disk. dtlto-backend runs each job exactly as in-process ThinLTO would,
+// so the objects are those of an in-process link, whatever the remote
+// compiler the link names.
 //
-// A worker that dies fails the job it had (the linker compiles that job
-// itself) and is replaced for the next. Largest jobs first, as our Python
+// A worker holds the modules it was sent until a job tells it to drop them,
+// so each module crosses its pipe once, and later jobs name it as held. What
+// a worker holds is decided here, within DTLTO_BACKEND_CACHE_MIB (the
+// modules unused longest go first), so this side always knows it. While a
+// worker compiles one job, the next waits in its pipe (when no other slot
+// is idle), so that it never sleeps between jobs. Each job is one write.
+//
+// A worker that dies fails the job it was running (the linker compiles that
+// job itself); the job queued behind it goes back to the queue, and the
+// worker is replaced for the next. Largest jobs first, as our Python
 // distributors do: the link then does not wait on one big job at the end.
 //
 //===----------------------------------------------------------------------===//
 
 #include "LocalPlugin.h"
 #include "WriteAll.h"
+#include "dtlto/BackendCache.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <memory>
 #include <mutex>
@@ -46,6 +59,10 @@ struct Worker {
   pid_t Pid = 0;
   int In = -1, Out = -1; // its stdin and stdout, our ends
   std::string Buf;       // read from Out, not used yet
+  /// The modules it holds: their size and the last job (by Sends) that
+  /// named them.
+  StringMap<std::pair<uint64_t, uint64_t>> Held;
+  uint64_t HeldBytes = 0, Sends = 0;
 
   bool running() const { return Pid > 0; }
 
@@ -90,6 +107,8 @@ struct Worker {
     Pid = 0;
     In = Out = -1;
     Buf.clear();
+    Held.clear();
+    HeldBytes = 0;
     if (WIFSIGNALED(St))
       return std::string("killed by signal ") + strsignal(WTERMSIG(St));
     return "exited with code " + std::to_string(WEXITSTATUS(St));
@@ -101,24 +120,54 @@ struct Session {
   const dtlto_engine *Engine = nullptr;
   std::string Backend;
   std::string Refusal; // why every job fails, when set
+  bool Verbose = false;
+  uint64_t HeldBudget = 0; // bytes of modules a worker may hold
 
   std::mutex Mu;
   std::condition_variable Changed;
   std::vector<const dtlto_job *> Queue;
   std::vector<pid_t> WorkerPids; // per slot, 0 when none
+  unsigned Idle = 0;             // slots waiting for a job
   bool Stopping = false;
   std::vector<std::thread> Slots;
+  // For --verbose: what crossed the workers' pipes.
+  std::atomic<uint64_t> Jobs{0}, ModulesSent{0}, ModulesHeld{0},
+      BytesSent{0};
 
   void runSlot(unsigned K);
-  bool start(Worker &W, std::string &Error);
-  /// Runs J on W. False with Error when the job failed; with Broken too
-  /// when the worker is no longer usable (Error then says what it was
-  /// doing, and the caller says how it ended).
-  bool runJob(Worker &W, const dtlto_job &J, std::string &Object,
-              std::string &Error, bool &Broken);
+  /// The largest queued job. With Wait, waits for one (null when
+  /// stopping); without, null unless no other slot is idle to take it.
+  const dtlto_job *take(bool Wait);
+  bool start(Worker &W, unsigned K, std::string &Error);
+  /// Writes J to W: the modules W holds by name, the rest with their bytes.
+  bool send(Worker &W, const dtlto_job &J);
+  /// Reads W's answer to the job it ran. False with Error when the job
+  /// failed; with Broken too when the worker is no longer usable (Error
+  /// then says what it was doing, and the caller says how it ended).
+  bool receive(Worker &W, std::string &Object, std::string &Error,
+               bool &Broken);
+  void stopWorker(Worker &W, unsigned K, std::string *How = nullptr);
 };
 
-bool Session::start(Worker &W, std::string &Error) {
+const dtlto_job *Session::take(bool Wait) {
+  std::unique_lock<std::mutex> Lock(Mu);
+  if (Wait) {
+    ++Idle;
+    Changed.wait(Lock, [&] { return Stopping || !Queue.empty(); });
+    --Idle;
+  }
+  if (Stopping || Queue.empty() || (!Wait && Idle))
+    return nullptr;
+  auto Largest = std::max_element(Queue.begin(), Queue.end(),
+                                  [](const dtlto_job *A, const dtlto_job *B) {
+                                    return A->input_bytes < B->input_bytes;
+                                  });
+  const dtlto_job *J = *Largest;
+  Queue.erase(Largest);
+  return J;
+}
+
+bool Session::start(Worker &W, unsigned K, std::string &Error) {
   int ToChild[2], FromChild[2];
   if (pipe2(ToChild, O_CLOEXEC))
     return Error = std::string("pipe: ") + strerror(errno), false;
@@ -147,6 +196,11 @@ bool Session::start(Worker &W, std::string &Error) {
   }
   W.In = ToChild[1];
   W.Out = FromChild[0];
+  // While registered, close() may kill it; it is reaped only after.
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    WorkerPids[K] = W.Pid;
+  }
   std::string Head;
   raw_string_ostream OS(Head);
   OS << json::Value(json::Object{{"config", int64_t(Link->backend_config.size)}})
@@ -154,29 +208,87 @@ bool Session::start(Worker &W, std::string &Error) {
   StringRef Config(static_cast<const char *>(Link->backend_config.data),
                    Link->backend_config.size);
   if (!writeAll(W.In, Head) || !writeAll(W.In, Config)) {
-    Error = "the dtlto-backend worker " + W.stop() + " at its start";
+    std::string How;
+    stopWorker(W, K, &How);
+    Error = "the dtlto-backend worker " + How + " at its start";
     return false;
   }
   return true;
 }
 
-bool Session::runJob(Worker &W, const dtlto_job &J, std::string &Object,
-                     std::string &Error, bool &Broken) {
+void Session::stopWorker(Worker &W, unsigned K, std::string *How) {
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    WorkerPids[K] = 0;
+  }
+  std::string Ended = W.stop();
+  if (How)
+    *How = Ended;
+}
+
+bool Session::send(Worker &W, const dtlto_job &J) {
+  uint64_t Seq = ++W.Sends;
   json::Array Inputs;
-  for (size_t I = 0; I < J.num_inputs; ++I)
+  std::string Bytes;
+  for (size_t I = 0; I < J.num_inputs; ++I) {
+    const dtlto_input &In = J.inputs[I];
+    if (I == 1) { // the shard: the job's own
+      Inputs.push_back(
+          json::Object{{"name", In.name}, {"size", int64_t(In.contents.size)}});
+      Bytes.append(static_cast<const char *>(In.contents.data),
+                   In.contents.size);
+      continue;
+    }
+    auto [It, New] = W.Held.try_emplace(In.name, In.contents.size, Seq);
+    It->second.second = Seq;
+    if (!New) {
+      Inputs.push_back(json::Object{{"name", In.name}, {"held", true}});
+      ++ModulesHeld;
+      continue;
+    }
+    W.HeldBytes += In.contents.size;
     Inputs.push_back(
-        json::Object{{"name", J.inputs[I].name},
-                     {"size", int64_t(J.inputs[I].contents.size)}});
-  std::string Head;
-  raw_string_ostream OS(Head);
-  OS << json::Value(json::Object{{"inputs", std::move(Inputs)}}) << "\n";
-  bool Sent = writeAll(W.In, Head);
-  for (size_t I = 0; Sent && I < J.num_inputs; ++I)
-    Sent = writeAll(
-        W.In, StringRef(static_cast<const char *>(J.inputs[I].contents.data),
-                        J.inputs[I].contents.size));
+        json::Object{{"name", In.name}, {"size", int64_t(In.contents.size)}});
+    Bytes.append(static_cast<const char *>(In.contents.data),
+                 In.contents.size);
+    ++ModulesSent;
+  }
+  // Over the budget: down to half of it, the modules unused longest first,
+  // never one of this job's. The worker drops them before the job.
+  json::Array Drop;
+  if (W.HeldBytes > HeldBudget) {
+    std::vector<std::tuple<uint64_t, uint64_t, StringRef>> ByAge;
+    for (const auto &E : W.Held)
+      if (E.second.second != Seq)
+        ByAge.push_back({E.second.second, E.second.first, E.first()});
+    llvm::sort(ByAge);
+    std::vector<std::string> Gone;
+    for (const auto &[Last, Size, Name] : ByAge) {
+      if (W.HeldBytes <= HeldBudget / 2)
+        break;
+      W.HeldBytes -= Size;
+      Gone.push_back(Name.str());
+    }
+    for (std::string &Name : Gone) {
+      W.Held.erase(Name);
+      Drop.push_back(std::move(Name));
+    }
+  }
+  std::string Msg;
+  raw_string_ostream OS(Msg);
+  OS << json::Value(
+            json::Object{{"drop", std::move(Drop)}, {"inputs", std::move(Inputs)}})
+     << "\n";
+  Msg += Bytes;
+  BytesSent += Msg.size();
+  ++Jobs;
+  return writeAll(W.In, Msg);
+}
+
+bool Session::receive(Worker &W, std::string &Object, std::string &Error,
+                      bool &Broken) {
   std::string Reply;
-  if (!Sent || !W.line(Reply)) {
+  if (!W.line(Reply)) {
     Broken = true;
     Error = " running the job";
     return false;
@@ -205,46 +317,51 @@ bool Session::runJob(Worker &W, const dtlto_job &J, std::string &Object,
 void Session::runSlot(unsigned K) {
   Worker W;
   std::string Name = "local/" + std::to_string(K);
+  // The jobs W has been sent, in order: the first runs, the next waits in
+  // its pipe.
+  std::deque<const dtlto_job *> Sent;
   for (;;) {
-    const dtlto_job *J;
-    {
-      std::unique_lock<std::mutex> Lock(Mu);
-      Changed.wait(Lock, [&] { return Stopping || !Queue.empty(); });
-      if (Stopping)
-        break;
-      auto Largest =
-          std::max_element(Queue.begin(), Queue.end(),
-                           [](const dtlto_job *A, const dtlto_job *B) {
-                             return A->input_bytes < B->input_bytes;
-                           });
-      J = *Largest;
-      Queue.erase(Largest);
+    if (const dtlto_job *J = take(/*Wait=*/Sent.empty())) {
+      std::string Error;
+      if (!W.running() && !start(W, K, Error)) {
+        Engine->started(Engine->ctx, J->id, Name.c_str());
+        Engine->failed(Engine->ctx, J->id, Error.c_str(), 0);
+        continue;
+      }
+      if (Sent.empty())
+        Engine->started(Engine->ctx, J->id, Name.c_str());
+      Sent.push_back(J);
+      // A failed write shows as a broken worker when its answer is read.
+      if (send(W, *J) && Sent.size() < 2)
+        continue; // and queue the next behind it, if there is one
     }
-    uint64_t Id = J->id;
-    Engine->started(Engine->ctx, Id, Name.c_str());
+    if (Sent.empty())
+      break; // stopping
     std::string Object, Error;
-    bool Ok = W.running() || start(W, Error);
-    if (Ok) {
-      // While registered, close() may kill it; it is reaped only after.
+    bool Broken = false;
+    bool Ok = receive(W, Object, Error, Broken);
+    const dtlto_job *Done = Sent.front();
+    Sent.pop_front();
+    if (Broken) {
+      std::string How;
+      stopWorker(W, K, &How);
+      Error = "the dtlto-backend worker " + How + Error;
+      // The job behind it never started: another worker takes it.
       {
         std::lock_guard<std::mutex> Lock(Mu);
-        WorkerPids[K] = W.Pid;
+        Queue.insert(Queue.end(), Sent.begin(), Sent.end());
       }
-      bool Broken = false;
-      Ok = runJob(W, *J, Object, Error, Broken);
-      {
-        std::lock_guard<std::mutex> Lock(Mu);
-        WorkerPids[K] = 0;
-      }
-      if (Broken)
-        Error = "the dtlto-backend worker " + W.stop() + Error;
+      Sent.clear();
+      Changed.notify_all();
     }
     if (Ok)
-      Engine->done(Engine->ctx, Id, {Object.data(), Object.size()});
+      Engine->done(Engine->ctx, Done->id, {Object.data(), Object.size()});
     else
-      Engine->failed(Engine->ctx, Id, Error.c_str(), 0);
+      Engine->failed(Engine->ctx, Done->id, Error.c_str(), 0);
+    if (!Sent.empty())
+      Engine->started(Engine->ctx, Sent.front()->id, Name.c_str());
   }
-  W.stop();
+  stopWorker(W, K);
 }
 
 void *openLocal(const dtlto_link *Link, const dtlto_engine *Engine,
@@ -255,15 +372,22 @@ void *openLocal(const dtlto_link *Link, const dtlto_engine *Engine,
     return nullptr;
   };
   unsigned Jobs = std::max(1u, std::thread::hardware_concurrency());
+  bool Verbose = false;
   for (size_t I = 0; I < NumArgs; ++I) {
     StringRef A = Args[I];
     if (A.consume_front("--jobs=")) {
       if (A.getAsInteger(10, Jobs) || Jobs < 1 || Jobs > 1024)
         return Refuse("--jobs= takes a number from 1 to 1024");
+    } else if (A == "--verbose") {
+      Verbose = true;
     } else {
-      return Refuse("unknown argument '" + A.str() + "' (it takes --jobs=N)");
+      return Refuse("unknown argument '" + A.str() +
+                    "' (it takes --jobs=N and --verbose)");
     }
   }
+  Expected<uint64_t> Budget = dtlto::backendCacheBytes();
+  if (!Budget)
+    return Refuse(toString(Budget.takeError()));
   if (!Link->dtlto_backend)
     return Refuse("it runs dtlto-backend, and found none next to the "
                   "plugin host");
@@ -271,6 +395,8 @@ void *openLocal(const dtlto_link *Link, const dtlto_engine *Engine,
   S->Link = Link;
   S->Engine = Engine;
   S->Backend = Link->dtlto_backend;
+  S->Verbose = Verbose;
+  S->HeldBudget = *Budget;
   if (!Link->backend_config.size)
     S->Refusal = "dtlto-backend cannot reproduce this link's LTO "
                  "configuration (see docs/plugins.md)";
@@ -327,6 +453,14 @@ void closeLocal(void *Ptr) {
   S->Changed.notify_all();
   for (std::thread &T : S->Slots)
     T.join();
+  if (S->Verbose) {
+    std::string Msg;
+    raw_string_ostream(Msg)
+        << S->Jobs << " jobs on " << S->Slots.size() << " worker slots: "
+        << S->ModulesSent << " modules sent, " << S->ModulesHeld
+        << " named as held, " << S->BytesSent << " bytes written";
+    S->Engine->log(S->Engine->ctx, Msg.c_str());
+  }
   delete S;
 }
 

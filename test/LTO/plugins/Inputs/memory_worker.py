@@ -1,0 +1,80 @@
+"""Drives one `dtlto-backend --memory` worker by hand, as the local plugin
+does (docs/plugins.md, "The local plugin"): the configuration once, then
+jobs.
+
+  memory_worker.py BACKEND CONFIG JOBS...
+
+Each JOB is MODULE,SHARD[,IMPORTED...][;drop=NAME] where each input is
+a file, sent with its bytes, or @NAME, named as held. Every name is a glob
+pattern that must match exactly one file. For each job it
+prints the worker's answer ("ok, N bytes" or the error), and at the end how
+the worker exited and what it printed on stderr.
+"""
+
+import argparse
+import glob
+import json
+import subprocess
+import sys
+
+
+def one(pattern):
+    found = glob.glob(glob.escape(pattern).replace("[*]", "*").replace("[?]", "?"))
+    if len(found) != 1:
+        sys.exit(f"memory_worker.py: '{pattern}' matches {len(found)} files, not one")
+    return found[0]
+
+
+def read_line(out):
+    line = out.readline()
+    return json.loads(line) if line else None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("backend")
+    p.add_argument("config")
+    p.add_argument("jobs", nargs="+")
+    args = p.parse_args()
+    worker = subprocess.Popen([args.backend, "--memory"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    config = open(one(args.config), "rb").read()
+    worker.stdin.write(json.dumps({"config": len(config)}).encode() + b"\n" + config)
+    for n, job in enumerate(args.jobs, 1):
+        files, _, drop = job.partition(";drop=")
+        inputs, data = [], b""
+        for f in files.split(","):
+            if f.startswith("@"):
+                inputs.append({"name": one(f[1:]), "held": True})
+            else:
+                f = one(f)
+                bytes_ = open(f, "rb").read()
+                inputs.append({"name": f, "size": len(bytes_)})
+                data += bytes_
+        msg = {"drop": [one(drop)] if drop else [], "inputs": inputs}
+        try:
+            worker.stdin.write(json.dumps(msg).encode() + b"\n" + data)
+            worker.stdin.flush()
+        except BrokenPipeError:
+            print(f"job {n}: the worker is gone")
+            break
+        reply = read_line(worker.stdout)
+        if reply is None:
+            print(f"job {n}: no answer")
+            break
+        if reply.get("ok"):
+            worker.stdout.read(reply["bytes"])
+            print(f"job {n}: ok, {reply['bytes']} bytes")
+        else:
+            print(f"job {n}: failed: {reply['error']}")
+    try:
+        worker.stdin.close()
+    except BrokenPipeError:
+        pass
+    print(f"worker exit: {worker.wait()}")
+    sys.stdout.write(worker.stderr.read().decode())
+
+
+if __name__ == "__main__":
+    main()
