@@ -412,7 +412,9 @@ int submitLocal(void *Ptr, const dtlto_job *J) {
     S->Engine->failed(S->Engine->ctx, J->id, S->Refusal.c_str(), 0);
     return 0;
   }
-  S->Engine->accepted(S->Engine->ctx, J->id);
+  // No "accepted": the job is queued here the moment it is handed over,
+  // which the link report knows already, and each event costs the engine a
+  // wake-up.
   {
     std::lock_guard<std::mutex> Lock(S->Mu);
     S->Queue.push_back(J);
