@@ -247,7 +247,7 @@ class JobFeed:
                 "jobs": [fields]}
         name = f"job record {job_id}"
         try:
-            parsed = manifest_mod.parse(data, name).jobs[0]
+            parsed = manifest_mod.parse(data, name, key=self._streamed.key).jobs[0]
             job = dataclasses.replace(parsed, index=job_id)
             # And by the rules across jobs and on disk that load() applies
             # to a whole manifest.

@@ -228,8 +228,11 @@ def _with_side_file(m: Manifest, data, path: str) -> Manifest:
                                streaming=stream == 1)
 
 
-def parse(data, path: str = "<manifest>") -> Manifest:
-    """Validate already-decoded JSON data; path is only used in messages."""
+def parse(data, path: str = "<manifest>", key=None) -> Manifest:
+    """Validate already-decoded JSON data; path is only used in messages.
+    key: the caller's _absolute_key(), to compare paths with (a stream
+    parses each record as a manifest, and need not ask for the working
+    directory each time)."""
     c = _Checker(path)
     c.object(data, "")
     common = c.key(data, "common", "", dict)
@@ -256,7 +259,7 @@ def parse(data, path: str = "<manifest>") -> Manifest:
                         command=common_args + args,
                         extra=_unknown_keys(raw, ("args", "inputs", "outputs"))))
 
-    _check_outputs_are_distinct(c, common_inputs, jobs)
+    _check_outputs_are_distinct(c, common_inputs, jobs, key or _absolute_key())
     return Manifest(path=path, linker_output=linker_output,
                     common_args=common_args, common_inputs=common_inputs,
                     jobs=jobs, extra=_unknown_keys(data, ("common", "jobs")))
@@ -379,11 +382,10 @@ class _Checker:
         return value
 
 
-def _check_outputs_are_distinct(c: _Checker, common_inputs, jobs):
+def _check_outputs_are_distinct(c: _Checker, common_inputs, jobs, key):
     # Jobs run in parallel: two jobs writing one file, or a job overwriting a
     # file another job reads, would race. Compare absolute, normalized paths
     # so that "./a.o", "d/../a.o" and "$PWD/a.o" are the same file.
-    key = _absolute_key()
     inputs = {}
     for i, p in enumerate(common_inputs):
         inputs.setdefault(key(p), f"common.inputs[{i}]")
@@ -500,18 +502,18 @@ class StreamedJobs:
 
     def __init__(self, m: Manifest):
         self.m = m
-        self._key = _absolute_key()
-        self._our_files = _our_files(m, self._key)
+        self.key = _absolute_key()  # parse() of each record uses it too
+        self._our_files = _our_files(m, self.key)
         self._inputs = {}  # absolute path -> what reads it
         self._outputs = {}  # absolute path -> what writes it
         for i, p in enumerate(m.common_inputs):
-            self._inputs.setdefault(self._key(p), f"the manifest's common.inputs[{i}]")
+            self._inputs.setdefault(self.key(p), f"the manifest's common.inputs[{i}]")
 
     def check(self, job: Job, name: str) -> None:
         """ManifestError, naming the record (name), if job breaks a rule;
         else remember its files for the records to come."""
         c = _Checker(name)
-        key = self._key
+        key = self.key
         for i, p in enumerate(job.inputs):
             other = self._outputs.get(key(p))
             if other:
