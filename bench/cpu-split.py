@@ -119,7 +119,6 @@ def main():
     p.add_argument("--link-dir", default="/dev/shm/cpu-split",
                    help="where the outputs and the engines' files go (default: %(default)s)")
     add_replay_options(p, SRC_ROOT)
-    p.add_argument("--stock-ld-lld", default="/usr/lib/llvm-22/bin/ld.lld")
     p.add_argument("--local-py", default=os.path.join(SRC_ROOT, "utils/dtlto/local.py"),
                    help="the distributor of the native mode (default: %(default)s)")
     p.add_argument("--python", default="/usr/bin/python3",

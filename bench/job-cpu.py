@@ -75,7 +75,6 @@ def main():
     p.add_argument("--work", default="/dev/shm/job-cpu",
                    help="where the links' files go; emptied first (default: %(default)s)")
     add_replay_options(p, SRC_ROOT)
-    p.add_argument("--stock-ld-lld", default="/usr/lib/llvm-22/bin/ld.lld")
     p.add_argument("--clang", default="/usr/lib/llvm-22/bin/clang")
     args = p.parse_args()
     try:

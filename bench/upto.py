@@ -72,7 +72,6 @@ def main():
     p.add_argument("--jobs", type=int, default=2, help="--thinlto-jobs (default: %(default)s)")
     p.add_argument("--link-dir", default="/dev/shm/upto",
                    help="where the outputs and the engine's files go (default: %(default)s)")
-    p.add_argument("--stock-ld-lld", default="/usr/bin/ld.lld-22")
     p.add_argument("--clang", default="/usr/lib/llvm-22/bin/clang")
     add_replay_options(p, SRC_ROOT)
     args = p.parse_args()

@@ -640,7 +640,8 @@ def require_generated(cache, name, module_scale):
 
 def add_replay_options(parser, src_root):
     """The options of the scripts that replay a prepared program's recorded
-    link with our tools (bench/cpu-split.py, bench/engine-replay.py)."""
+    link with our tools and LLVM 22's (bench/cpu-split.py, bench/engine-replay.py,
+    bench/job-cpu.py, bench/upto.py)."""
     parser.add_argument("--gen-module-scale", type=float, default=0.1,
                         help="the module scale of a generated program (default: %(default)s)")
     parser.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
@@ -648,3 +649,5 @@ def add_replay_options(parser, src_root):
     parser.add_argument("--ld-lld", default=os.path.join(src_root, "build/bin/ld.lld"))
     parser.add_argument("--dtlto-backend",
                         default=os.path.join(src_root, "build/bin/dtlto-backend"))
+    parser.add_argument("--stock-ld-lld", default="/usr/lib/llvm-22/bin/ld.lld",
+                        help="LLVM 22's own linker, to compare with (default: %(default)s)")
