@@ -593,12 +593,10 @@ static int runMemoryWorker() {
     }
     SmallString<0> Object;
     if (!E) {
-      const std::string &ShardName = Files[1].first;
-      if (!Files[1].second)
-        E = fail("the index shard '" + ShardName + "' came without its bytes");
-      else if (Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
-                   getModuleSummaryIndex(
-                       MemoryBufferRef(*Files[1].second, ShardName)))
+      const std::string &ShardName = Files[1].first; // never held
+      if (Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
+              getModuleSummaryIndex(
+                  MemoryBufferRef(*Files[1].second, ShardName)))
         E = compileModule(L, Files[0].first, **Shard, ShardName, Object);
       else
         E = fail("cannot read the index shard '" + ShardName +
