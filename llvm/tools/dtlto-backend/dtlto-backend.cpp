@@ -147,24 +147,16 @@ static ModuleFile &keepFile(Link &L, StringRef Name,
   return *F;
 }
 
-// After a job: back under half the budget, the files unused longest first,
-// so that a full cache is trimmed now and then, not after every job.
+// After a job: back under the budget (BackendCache.h's rule).
 static void trimFiles(Link &L) {
   if (L.FileBytes <= L.CacheBytes)
     return;
-  std::vector<std::tuple<uint64_t, size_t, StringRef>> ByAge;
+  std::vector<dtlto::HeldFile> Files;
   for (const auto &E : L.Files)
-    ByAge.push_back(
+    Files.push_back(
         {E.second->LastJob, E.second->Buffer->getBufferSize(), E.first()});
-  llvm::sort(ByAge);
-  std::vector<std::string> Gone;
-  for (const auto &[Job, Size, Name] : ByAge) {
-    if (L.FileBytes <= L.CacheBytes / 2)
-      break;
-    L.FileBytes -= Size;
-    Gone.push_back(Name.str());
-  }
-  for (const std::string &Name : Gone)
+  for (const std::string &Name :
+       dtlto::filesToDrop(std::move(Files), L.FileBytes, L.CacheBytes))
     L.Files.erase(Name);
 }
 

@@ -26,7 +26,6 @@
 #include "dtlto/BackendCache.h"
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -230,46 +229,39 @@ bool Session::send(Worker &W, const dtlto_job &J) {
   uint64_t Seq = ++W.Sends;
   json::Array Inputs;
   std::string Bytes;
-  for (size_t I = 0; I < J.num_inputs; ++I) {
-    const dtlto_input &In = J.inputs[I];
-    if (I == 1) { // the shard: the job's own
-      Inputs.push_back(
-          json::Object{{"name", In.name}, {"size", int64_t(In.contents.size)}});
-      Bytes.append(static_cast<const char *>(In.contents.data),
-                   In.contents.size);
-      continue;
-    }
-    auto [It, New] = W.Held.try_emplace(In.name, In.contents.size, Seq);
-    It->second.second = Seq;
-    if (!New) {
-      Inputs.push_back(json::Object{{"name", In.name}, {"held", true}});
-      ++ModulesHeld;
-      continue;
-    }
-    W.HeldBytes += In.contents.size;
+  auto WithBytes = [&](const dtlto_input &In) {
     Inputs.push_back(
         json::Object{{"name", In.name}, {"size", int64_t(In.contents.size)}});
     Bytes.append(static_cast<const char *>(In.contents.data),
                  In.contents.size);
-    ++ModulesSent;
+  };
+  for (size_t I = 0; I < J.num_inputs; ++I) {
+    const dtlto_input &In = J.inputs[I];
+    if (I == 1) { // the shard: the job's own
+      WithBytes(In);
+      continue;
+    }
+    auto [It, New] = W.Held.try_emplace(In.name, In.contents.size, Seq);
+    It->second.second = Seq;
+    if (New) {
+      W.HeldBytes += In.contents.size;
+      WithBytes(In);
+      ++ModulesSent;
+    } else {
+      Inputs.push_back(json::Object{{"name", In.name}, {"held", true}});
+      ++ModulesHeld;
+    }
   }
-  // Over the budget: down to half of it, the modules unused longest first,
-  // never one of this job's. The worker drops them before the job.
+  // Over the budget: the worker drops, before the job, what has been
+  // unused longest (BackendCache.h's rule), never one of this job's.
   json::Array Drop;
   if (W.HeldBytes > HeldBudget) {
-    std::vector<std::tuple<uint64_t, uint64_t, StringRef>> ByAge;
+    std::vector<dtlto::HeldFile> Others;
     for (const auto &E : W.Held)
       if (E.second.second != Seq)
-        ByAge.push_back({E.second.second, E.second.first, E.first()});
-    llvm::sort(ByAge);
-    std::vector<std::string> Gone;
-    for (const auto &[Last, Size, Name] : ByAge) {
-      if (W.HeldBytes <= HeldBudget / 2)
-        break;
-      W.HeldBytes -= Size;
-      Gone.push_back(Name.str());
-    }
-    for (std::string &Name : Gone) {
+        Others.push_back({E.second.second, E.second.first, E.first()});
+    for (std::string &Name :
+         dtlto::filesToDrop(std::move(Others), W.HeldBytes, HeldBudget)) {
       W.Held.erase(Name);
       Drop.push_back(std::move(Name));
     }

@@ -5,8 +5,9 @@ jobs.
   memory_worker.py BACKEND CONFIG JOBS...
 
 Each JOB is MODULE,SHARD[,IMPORTED...][;drop=NAME] where each input is
-a file, sent with its bytes, or @NAME, named as held. Every name is a glob
-pattern that must match exactly one file. For each job it
+a file, sent with its bytes, or @NAME, named as held. Every name is a
+pattern that must match exactly one file: * and ? are wildcards, anything
+else (the brackets of archive member names) is literal. For each job it
 prints the worker's answer ("ok, N bytes" or the error), and at the end how
 the worker exited and what it printed on stderr.
 """
@@ -19,6 +20,7 @@ import sys
 
 
 def one(pattern):
+    # glob.escape makes [ literal, and * and ? too: give those two back.
     found = glob.glob(glob.escape(pattern).replace("[*]", "*").replace("[?]", "?"))
     if len(found) != 1:
         sys.exit(f"memory_worker.py: '{pattern}' matches {len(found)} files, not one")
