@@ -10,9 +10,10 @@ copies and manifests stay, and no job runs. Then it runs every --every'th
 job of the manifests with each engine's command line (common.args + the
 job's args), the two alternating job by job (the first of each pair
 changes from one job to the next and from round to round), one at a time,
-and sums each one's CPU (user + system, from getrusage). The jobs compile
-the same modules; what differs is what each engine puts in the shard and
-on the command line. Prints the sums, their ratio and the median of the
+and sums each one's CPU (user + system, from getrusage). Both manifests
+list the jobs in module order, so job i compiles the same module in both
+(checked: the same bytes); what differs is what each engine puts in the
+shard and on the command line. Prints the sums, their ratio and the median of the
 per-job ratios: whether the clang jobs cost ours more than stock's.
 """
 
@@ -58,6 +59,15 @@ def manifest(build, ld_lld, clang, work, name, python):
         return json.load(f)
 
 
+def same_module(m, i, cwd):
+    """Whether job i of both manifests compiles the same bitcode (each
+    engine names its copy of an archive member its own way)."""
+    def module_bytes(e):
+        with open(os.path.join(cwd, m[e]["jobs"][i]["args"][0]), "rb") as f:
+            return f.read()
+    return module_bytes("ours") == module_bytes("stock")
+
+
 def job_cpu(m, i, cwd, out):
     cmd = m["common"]["args"] + m["jobs"][i]["args"]
     cmd[cmd.index("-o") + 1] = out
@@ -93,6 +103,10 @@ def main():
     total = dict.fromkeys(engines, 0.0)
     ratios = []
     picked = range(0, len(m["ours"]["jobs"]), args.every)
+    for i in picked:
+        if not same_module(m, i, build["cwd"]):
+            sys.exit(f"bench/job-cpu.py: job {i} compiles different modules in the two "
+                     "manifests; their orders differ, so the jobs cannot be paired")
     for r in range(args.rounds):
         for n, i in enumerate(picked):
             order = ("ours", "stock") if (n + r) % 2 == 0 else ("stock", "ours")
