@@ -3,7 +3,8 @@ the engine's tests (dtltodist has its own implementation; this one is kept
 independent of it, and small).
 
   streamdist.py [--log FILE] [--hold TEXT]... [--fail TEXT]... [--bad-line]
-                [--exit-after N] [--ignore-cancels] [--silent] MANIFEST
+                [--exit-after N] [--ignore-cancels] [--silent]
+                [--t-offset SECONDS] MANIFEST
 
 dtlto-stream-protocol: 1   (this line makes the engine stream to it)
 
@@ -18,6 +19,9 @@ that is no event first; --exit-after N exits 3 after N jobs have finished;
 --ignore-cancels logs cancels and does nothing else (held jobs stay held).
 --silent writes no event at all (a farm slow to answer: held jobs then
 end only by their cancels, and it exits once all are cancelled).
+--t-offset shifts every event's "t" by SECONDS from when it is written:
+negative, it says the event happened before the engine handed the job
+over; positive, that it happens in the future.
 """
 import argparse
 import json
@@ -36,6 +40,7 @@ p.add_argument("--bad-line", action="store_true")
 p.add_argument("--ignore-cancels", action="store_true")
 p.add_argument("--exit-after", type=int)
 p.add_argument("--silent", action="store_true")
+p.add_argument("--t-offset", type=float, default=0.0)
 p.add_argument("manifest")
 a = p.parse_args()
 
@@ -57,7 +62,8 @@ jobs_fd = os.environ.get("DTLTO_JOBS_FD")
 def event(job_id, what, **more):
     if a.silent:
         return
-    events.write(json.dumps(dict(id=job_id, event=what, t=time.time(), **more)) + "\n")
+    t = time.time() + a.t_offset
+    events.write(json.dumps(dict(id=job_id, event=what, t=t, **more)) + "\n")
 
 
 if a.bad_line:
