@@ -301,7 +301,8 @@ def inside(cfg):
         wall, busy = time.monotonic() - start, machine_busy_s() - busy
         if r.returncode:
             raise SystemExit(f"{mode} link failed:\n{r.stderr[-3000:]}")
-        summary = [ln for ln in r.stderr.splitlines() if ln.startswith("dtlto:")]
+        summary = [ln for ln in r.stderr.splitlines()
+                   if ln.startswith("dtlto:") and " ThinLTO jobs: " in ln]
         same = subprocess.run(["cmp", "-s", out, cfg["reference"]],
                               cwd=cfg["cwd"]).returncode == 0
         return {"wall_s": round(wall, 3), "cpu_s": round(busy, 2),
