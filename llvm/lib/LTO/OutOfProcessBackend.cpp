@@ -1194,6 +1194,14 @@ JobState *OutOfProcessBackend::pickForLocalSlot(Source &Kind) {
   return Straggler;
 }
 
+// The median of finished jobs' seconds per input byte (the upper one of an
+// even count); Rates is not empty.
+static double medianRate(std::vector<double> Rates) {
+  auto Mid = Rates.begin() + Rates.size() / 2;
+  std::nth_element(Rates.begin(), Mid, Rates.end());
+  return *Mid;
+}
+
 // The hedging rate, recomputed once the samples have grown by a sixteenth
 // (so all recomputations together cost about as much as sorting them once).
 // Under Mu.
@@ -1203,9 +1211,7 @@ double OutOfProcessBackend::hedgeRate() {
   size_t N = SecondsPerByte.size();
   if (N != HedgeRateSamples &&
       (HedgeRateSamples < 64 || N >= HedgeRateSamples + HedgeRateSamples / 16)) {
-    std::vector<double> R = SecondsPerByte;
-    std::nth_element(R.begin(), R.begin() + N / 2, R.end());
-    HedgeRate = R[N / 2];
+    HedgeRate = medianRate(SecondsPerByte);
     HedgeRateSamples = N;
   }
   return HedgeRate;
@@ -1635,10 +1641,10 @@ void OutOfProcessBackend::printSummary() {
   }
   if (Rates.empty())
     return;
-  std::nth_element(Rates.begin(), Rates.begin() + Rates.size() / 2, Rates.end());
+  size_t Finished = Rates.size();
   OS << format("dtlto: jobs ran at a median of %.3f s per MiB of input (%zu "
                "jobs; the distributor's timed by its events)\n",
-               Rates[Rates.size() / 2] * 1024 * 1024, Rates.size());
+               medianRate(std::move(Rates)) * 1024 * 1024, Finished);
 }
 
 ThinBackend lto::createOutOfProcessThinBackend(
