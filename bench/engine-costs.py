@@ -414,13 +414,12 @@ class Farm:
 # --- links -----------------------------------------------------------------
 
 def default_tree(clang):
-    """Where bench/run.py keeps the default generated program: its key is
-    the generator's own (generate.Spec.key), so it follows the generator."""
+    """Where bench/run.py keeps the default generated program as this
+    generator makes it, or None when it has not built it."""
     version = subprocess.run([clang, "--version"], capture_output=True,
                              text=True).stdout.splitlines()[0]
     cache = os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench")
-    key = generate.Spec(DEFAULT_MODULES).key(version)
-    return os.path.join(cache, "generated", f"gen{DEFAULT_MODULES}-{key}")
+    return generate.built_tree(generate.Spec(DEFAULT_MODULES), cache, version)
 
 
 def linker_args(tree):
@@ -658,8 +657,9 @@ def parse_args(argv):
             p.error(f"{what} {path} is not an executable file")
     if args.tree is None:
         args.tree = default_tree(args.clang)
-        if not os.path.isfile(os.path.join(args.tree, BUILD_STAMP)):
-            p.error(f"gen{DEFAULT_MODULES} is not built ({args.tree}): run bench/run.py "
+        if args.tree is None:
+            cache = os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench")
+            p.error(f"gen{DEFAULT_MODULES} is not built in {cache}: run bench/run.py "
                     f"--programs gen{DEFAULT_MODULES} --build-only, or give --tree")
     if not os.path.isfile(os.path.join(args.tree, BUILD_STAMP)):
         p.error(f"--tree {args.tree} has no {BUILD_STAMP} (a generated program's tree)")

@@ -29,9 +29,15 @@ The modules are compiled with clang -O2 -flto=thin, many files per clang
 process, and put into groups: the first group is linked as plain objects,
 the others alternately as regular and thin archives. The link is what clang
 -fuse-ld=lld would run, read from clang -###. Everything is cached under
-CACHE/generated/, keyed by what decides its contents (the generator's source,
-the shape, the size, seed and scale, the compiler); an interrupted build
-goes on where it stopped.
+CACHE/generated/gen<N>-<key>, where the key hashes what decides the tree's
+contents: the sources as written, the compiler and its flags, the archive
+layout (content_key). Generating the sources again to find that key is
+what a cache hit must not cost, so CACHE/generated/recipes/ maps the hash
+of what decides the sources (this file, the shape, the size, seed and
+scales, the compiler: Spec.recipe_key) to the tree. An edit of this file
+that changes nothing the program is made of (a comment, the harness's
+code) costs one generation, not a build. An interrupted build goes on
+where it stopped.
 """
 
 import bisect
@@ -44,6 +50,7 @@ import os
 import random
 import re
 import shlex
+import shutil
 import subprocess
 import time
 
@@ -60,6 +67,12 @@ STAMP = "dtlto-bench-build.json"
 NAME = re.compile(r"^gen(\d+)$")
 # Files per clang process: start-up (about 90 ms) is paid once per batch.
 BATCH = 48
+# How each module is compiled. No inlining before the link: the shape was
+# measured on the real programs' summaries, which are made after their
+# inlining, so the generated functions are what those summaries describe.
+# (An option of the inliner pass, not an attribute: the backends inline as
+# usual.)
+COMPILE_FLAGS = ["-O2", "-flto=thin", "-c", "-w", "-mllvm", "-inline-threshold=-100000"]
 
 
 def add_generator_options(parser):
@@ -132,7 +145,10 @@ class Spec:
         # groups, from 10 to 100 modules each (a library).
         self.group = max(10, min(100, modules // 8))
 
-    def key(self, clang_version):
+    def recipe_key(self, clang_version):
+        """A hash of what decides the sources: the generator's own source,
+        the shape, the size, seed and scales, the compiler. Only a memo of
+        which tree they make (see the module's docstring)."""
         h = hashlib.sha256()
         with open(os.path.abspath(__file__), "rb") as f:
             h.update(f.read())
@@ -445,12 +461,7 @@ def _write_atomic(path, text):
 def _compile_batch(clang, tree, outdir, sources, logfile):
     """One clang process compiling sources into outdir (clang names each
     object after its source)."""
-    # No inlining before the link: the shape was measured on the real
-    # programs' summaries, which are made after their inlining, so the
-    # generated functions are what those summaries describe. (An option of
-    # the inliner pass, not an attribute: the backends inline as usual.)
-    argv = [clang, "-O2", "-flto=thin", "-c", "-w",
-            "-mllvm", "-inline-threshold=-100000"] + [
+    argv = [clang] + COMPILE_FLAGS + [
         os.path.relpath(os.path.join(tree, s), outdir) for s in sources]
     proc = subprocess.run(argv, cwd=outdir, capture_output=True, text=True,
                           env=clean_env())
@@ -560,39 +571,103 @@ def link_command(clang, tree, inputs, output):
     return argv[1:]
 
 
+def content_key(spec, staged, clang_version):
+    """A hash of what a generated tree is made of: every file
+    write_sources wrote into staged (names and bytes), and how they are
+    built (the compiler and its flags, the groups and their kinds, the
+    link's extra options)."""
+    h = hashlib.sha256()
+    groups = (spec.modules + spec.group - 1) // spec.group
+    h.update(json.dumps({"clang": clang_version, "compile": COMPILE_FLAGS,
+                         "group": spec.group,
+                         "kinds": [spec.group_kind(g) for g in range(groups)],
+                         "link": import_limit(spec)}, sort_keys=True).encode())
+    # (A .tmp is a file whose writing was cut off; write_sources writes it
+    # again.)
+    names = [os.path.relpath(os.path.join(d, f), staged)
+             for d, _, files in os.walk(staged) for f in files
+             if not f.endswith(".tmp")]
+    for rel in sorted(names):
+        with open(os.path.join(staged, rel), "rb") as f:
+            data = f.read()
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()[:12]
+
+
+def _tree_from_recipe(spec, cache, clang_version):
+    """The tree the recipe memo names for spec, or None when the sources
+    of this generator were never written (or the memo's tree is gone)."""
+    memo = os.path.join(cache, "generated", "recipes", spec.recipe_key(clang_version))
+    if not os.path.exists(memo):
+        return None
+    with open(memo) as f:
+        tree = os.path.join(cache, "generated", f.read().strip())
+    return tree if os.path.isdir(tree) else None
+
+
+def built_tree(spec, cache, clang_version):
+    """The finished tree of spec in cache, or None."""
+    tree = _tree_from_recipe(spec, cache, clang_version)
+    return tree if tree and os.path.exists(os.path.join(tree, STAMP)) else None
+
+
+def _generate(spec, cache, clang_version, name):
+    """Writes the sources of spec (in a staging folder, so that a tree is
+    never seen half written), names the tree by their content_key and
+    records the recipe memo; returns the tree and the seconds it took. The
+    tree may exist already: the same program from an earlier generator."""
+    generated = os.path.join(cache, "generated")
+    recipe = spec.recipe_key(clang_version)
+    staged = os.path.join(generated, f".staging-gen{spec.modules}-{recipe}")
+    start = time.monotonic()
+    prog = Program(spec)
+    log(f"generating {name} (seed {spec.seed}, scale {spec.scale}, "
+        f"module scale {spec.module_scale})")
+    write_sources(prog, staged)
+    key = content_key(spec, staged, clang_version)
+    tree = os.path.join(generated, f"gen{spec.modules}-{key}")
+    if os.path.isdir(tree):
+        shutil.rmtree(staged)
+        log(f"{name}: these sources were generated before, in {tree}")
+    else:
+        os.replace(staged, tree)
+    memos = os.path.join(generated, "recipes")
+    os.makedirs(memos, exist_ok=True)
+    _write_atomic(os.path.join(memos, recipe), os.path.basename(tree) + "\n")
+    return tree, time.monotonic() - start
+
+
 def prepare(spec, cache, tools):
     """Make sure the generated program of spec is built; return the
     harness's build info (see prepare.prepare)."""
     version = subprocess.run([tools["clang"], "--version"], capture_output=True,
                              text=True).stdout.splitlines()[0]
-    key = spec.key(version)
-    tree = os.path.join(cache, "generated", f"gen{spec.modules}-{key}")
-    stamp = os.path.join(tree, STAMP)
     name = f"gen{spec.modules}"
+    tree = _tree_from_recipe(spec, cache, version)
+    generated = 0.0
+    if tree is None:
+        tree, generated = _generate(spec, cache, version, name)
+    stamp = os.path.join(tree, STAMP)
     if os.path.exists(stamp):
         with open(stamp) as f:
             link = json.load(f)
         return _info(name, spec, tree, link)
-    os.makedirs(tree, exist_ok=True)
     logdir = os.path.join(cache, "logs")
     os.makedirs(logdir, exist_ok=True)
     logfile = os.path.join(logdir, f"{name}-build.log")
     start = time.monotonic()
-    prog = Program(spec)
-    log(f"generating {name} (seed {spec.seed}, scale {spec.scale}, "
-        f"module scale {spec.module_scale}) in {tree}")
-    write_sources(prog, tree)
-    generated = time.monotonic() - start
     jobs = len(os.sched_getaffinity(0))
-    log(f"compiling {name}: {spec.modules + 1} modules, {BATCH} per clang, "
+    log(f"compiling {name} in {tree}: {spec.modules + 1} modules, {BATCH} per clang, "
         f"{jobs} at once (log: {logfile})")
     compiled = compile_all(spec, tree, tools["clang"], logfile, jobs)
     inputs = make_archives(spec, tree, tools["llvm-ar"])
     args = link_command(tools["clang"], tree, inputs, "prog") + import_limit(spec)
-    link = {"cwd": tree, "args": args, "key": key, "modules": spec.modules,
+    link = {"cwd": tree, "args": args, "key": os.path.basename(tree).split("-")[-1],
+            "modules": spec.modules,
             "seed": spec.seed, "scale": spec.scale, "module_scale": spec.module_scale,
             "generate_seconds": round(generated, 1),
-            "build_seconds": round(time.monotonic() - start, 1),
+            "build_seconds": round(generated + time.monotonic() - start, 1),
             "compiled": compiled}
     _write_atomic(stamp, json.dumps(link, indent=1))
     log(f"built {name} in {link['build_seconds']} s "
@@ -610,14 +685,18 @@ def _info(name, spec, tree, link):
 
 def find_generated(cache, modules, module_scale):
     """The recorded build (dtlto-bench-build.json) of the generated program
-    of this many modules at this module scale in cache, or None."""
-    for path in sorted(glob.glob(os.path.join(cache, "generated", "*",
-                                              "dtlto-bench-build.json"))):
+    of this many modules at this module scale in cache, or None. When
+    generators that made different programs left a tree each, the one
+    built last."""
+    found = None
+    for path in glob.glob(os.path.join(cache, "generated", "*", STAMP)):
         with open(path) as f:
             build = json.load(f)
         if build.get("modules") == modules and build.get("module_scale") == module_scale:
-            return build
-    return None
+            when = os.path.getmtime(path)
+            if found is None or when > found[0]:
+                found = (when, build)
+    return found and found[1]
 
 
 def is_generated_name(name):
