@@ -25,8 +25,9 @@
 #include "WriteAll.h"
 #include "dtlto/BackendCache.h"
 
-#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
@@ -124,7 +125,17 @@ struct Session {
 
   std::mutex Mu;
   std::condition_variable Changed;
-  std::vector<const dtlto_job *> Queue;
+  /// The queued jobs, a heap by size (largest first; among equals, the
+  /// lowest id). A link of 30,000 modules queues most of its jobs at once,
+  /// and a scan for the largest at each take would cost the square of
+  /// that. A cancelled job leaves Live and is skipped when it comes up;
+  /// its entry is not read through Job then (the host may have freed it).
+  struct Queued {
+    uint64_t Bytes, Id;
+    const dtlto_job *Job;
+  };
+  std::vector<Queued> Queue;
+  DenseSet<uint64_t> Live;
   std::vector<pid_t> WorkerPids; // per slot, 0 when none
   unsigned Idle = 0;             // slots waiting for a job
   bool Stopping = false;
@@ -134,6 +145,8 @@ struct Session {
       BytesSent{0};
 
   void runSlot(unsigned K);
+  /// Queues J (under Mu).
+  void push(const dtlto_job *J);
   /// The largest queued job. With Wait, waits for one (null when
   /// stopping); without, null unless no other slot is idle to take it.
   const dtlto_job *take(bool Wait);
@@ -148,22 +161,32 @@ struct Session {
   void stopWorker(Worker &W, unsigned K, std::string *How = nullptr);
 };
 
+static bool runsLater(const Session::Queued &A, const Session::Queued &B) {
+  return A.Bytes != B.Bytes ? A.Bytes < B.Bytes : A.Id > B.Id;
+}
+
+void Session::push(const dtlto_job *J) {
+  Queue.push_back({J->input_bytes, J->id, J});
+  std::push_heap(Queue.begin(), Queue.end(), runsLater);
+  Live.insert(J->id);
+}
+
 const dtlto_job *Session::take(bool Wait) {
   std::unique_lock<std::mutex> Lock(Mu);
   if (Wait) {
     ++Idle;
-    Changed.wait(Lock, [&] { return Stopping || !Queue.empty(); });
+    Changed.wait(Lock, [&] { return Stopping || !Live.empty(); });
     --Idle;
   }
-  if (Stopping || Queue.empty() || (!Wait && Idle))
+  if (Stopping || Live.empty() || (!Wait && Idle))
     return nullptr;
-  auto Largest = std::max_element(Queue.begin(), Queue.end(),
-                                  [](const dtlto_job *A, const dtlto_job *B) {
-                                    return A->input_bytes < B->input_bytes;
-                                  });
-  const dtlto_job *J = *Largest;
-  Queue.erase(Largest);
-  return J;
+  for (;;) {
+    std::pop_heap(Queue.begin(), Queue.end(), runsLater);
+    Queued Q = Queue.back();
+    Queue.pop_back();
+    if (Live.erase(Q.Id))
+      return Q.Job;
+  }
 }
 
 bool Session::start(Worker &W, unsigned K, std::string &Error) {
@@ -341,7 +364,8 @@ void Session::runSlot(unsigned K) {
       // The job behind it never started: another worker takes it.
       {
         std::lock_guard<std::mutex> Lock(Mu);
-        Queue.insert(Queue.end(), Sent.begin(), Sent.end());
+        for (const dtlto_job *Back : Sent)
+          push(Back);
       }
       Sent.clear();
       Changed.notify_all();
@@ -409,7 +433,7 @@ int submitLocal(void *Ptr, const dtlto_job *J) {
   // wake-up.
   {
     std::lock_guard<std::mutex> Lock(S->Mu);
-    S->Queue.push_back(J);
+    S->push(J);
   }
   S->Changed.notify_one();
   return 0;
@@ -418,15 +442,10 @@ int submitLocal(void *Ptr, const dtlto_job *J) {
 // A queued job is dropped; a running one finishes (its done is the answer).
 void cancelLocal(void *Ptr, uint64_t Id) {
   auto *S = static_cast<Session *>(Ptr);
-  bool Dropped = false;
+  bool Dropped;
   {
     std::lock_guard<std::mutex> Lock(S->Mu);
-    auto It = std::find_if(S->Queue.begin(), S->Queue.end(),
-                           [&](const dtlto_job *J) { return J->id == Id; });
-    if (It != S->Queue.end()) {
-      S->Queue.erase(It);
-      Dropped = true;
-    }
+    Dropped = S->Live.erase(Id);
   }
   if (Dropped)
     S->Engine->cancelled(S->Engine->ctx, Id);
