@@ -22,7 +22,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "LocalPlugin.h"
-#include "WriteAll.h"
 #include "dtlto/BackendCache.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -40,6 +39,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <mutex>
+#include <poll.h>
 #include <spawn.h>
 #include <string>
 #include <sys/wait.h>
@@ -50,7 +50,6 @@
 extern char **environ;
 
 using namespace llvm;
-using dtlto::writeAll;
 
 namespace {
 
@@ -66,6 +65,35 @@ struct Worker {
 
   bool running() const { return Pid > 0; }
 
+  /// Writes Data to its stdin (ours is non-blocking) while reading what
+  /// it writes to its stdout into Buf. The next job is written while the
+  /// worker still runs the one before; once that job's answer fills the
+  /// pipe back to us, the worker waits for us to read it, and reads its
+  /// stdin only after. A plain write of a next job larger than the pipe
+  /// would wait for the worker forever, as the worker waits for us.
+  bool write(StringRef Data) {
+    while (!Data.empty()) {
+      struct pollfd P[2] = {{In, POLLOUT, 0}, {Out, POLLIN, 0}};
+      if (poll(P, 2, -1) < 0) {
+        if (errno == EINTR)
+          continue;
+        return false;
+      }
+      if (P[1].revents && !fill())
+        return false; // it closed its stdout: it is gone
+      if (P[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+        return false;
+      if (!(P[0].revents & POLLOUT))
+        continue;
+      ssize_t N = ::write(In, Data.data(), Data.size());
+      if (N < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      if (N <= 0)
+        return false;
+      Data = Data.drop_front(N);
+    }
+    return true;
+  }
   bool fill() {
     char Chunk[1 << 16];
     ssize_t N;
@@ -218,6 +246,7 @@ bool Session::start(Worker &W, unsigned K, std::string &Error) {
   }
   W.In = ToChild[1];
   W.Out = FromChild[0];
+  fcntl(W.In, F_SETFL, O_NONBLOCK); // for Worker::write
   // While registered, close() may kill it; it is reaped only after.
   {
     std::lock_guard<std::mutex> Lock(Mu);
@@ -229,7 +258,7 @@ bool Session::start(Worker &W, unsigned K, std::string &Error) {
      << "\n";
   StringRef Config(static_cast<const char *>(Link->backend_config.data),
                    Link->backend_config.size);
-  if (!writeAll(W.In, Head) || !writeAll(W.In, Config)) {
+  if (!W.write(Head) || !W.write(Config)) {
     std::string How;
     stopWorker(W, K, &How);
     Error = "the dtlto-backend worker " + How + " at its start";
@@ -297,7 +326,7 @@ bool Session::send(Worker &W, const dtlto_job &J) {
   Msg += Bytes;
   BytesSent += Msg.size();
   ++Jobs;
-  return writeAll(W.In, Msg);
+  return W.write(Msg);
 }
 
 bool Session::receive(Worker &W, std::string &Object, std::string &Error,

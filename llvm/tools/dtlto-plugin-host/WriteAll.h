@@ -1,7 +1,8 @@
 //===- WriteAll.h - Whole writes to a pipe or socket ------------*- C++ -*-===//
 //
-// The host writes to the engine and the local plugin to its workers: both
-// write every byte or learn that the reader has gone.
+// The host writes to the engine: every byte, or it learns that the engine
+// has gone. (The local plugin writes to its workers while it reads from
+// them: Worker::write in LocalPlugin.cpp.)
 //
 //===----------------------------------------------------------------------===//
 
