@@ -20,6 +20,11 @@ the samples by process name:
           benchlib/prefeddist.py: N batch workers given every job up front,
           so that nothing wakes the distributor or the linker per job
 
+--plugin PATH (repeatable) runs the plugin and inlinker modes once per
+plugin given, in turn, instead of with builtin:local: two builds of a
+plugin (build/lib/libdtlto-local-plugin.so, say) against each other. Their
+rows say plugin#1, plugin#2, ... in the order given.
+
 As bench/run.py does, our links run with no local slot and no local
 fallback (DTLTO_LOCAL_JOBS=0, DTLTO_LOCAL_FALLBACK=0). Per link it prints
 the CPU seconds of the backend (in-process: the linker's
@@ -62,10 +67,10 @@ def find_program(args):
 MODES = ("inproc", "native", "plugin", "inlinker", "prefed")
 
 
-def mode_argv(mode, args):
+def mode_argv(mode, args, plugin="builtin:local"):
     if mode == "inproc":
         return [args.stock_ld_lld, f"--thinlto-jobs={args.jobs}"]
-    dist = (["builtin:local"] if mode in ("plugin", "inlinker") else
+    dist = ([plugin] if mode in ("plugin", "inlinker") else
             [args.python, os.path.join(HERE, "benchlib", "prefeddist.py")] if mode == "prefed"
             else [args.python, args.local_py])
     dist.append(f"--jobs={args.jobs}")
@@ -93,10 +98,10 @@ def cpu_by_group(mode, data):
     return seconds
 
 
-def link(build, mode, out, data, args):
+def link(build, mode, out, data, args, plugin="builtin:local"):
     argv = list(build["args"])
     argv[argv.index("-o") + 1] = out
-    first, *rest = mode_argv(mode, args)
+    first, *rest = mode_argv(mode, args, plugin)
     env = dict(os.environ, DTLTO_LOCAL_JOBS="0", DTLTO_LOCAL_FALLBACK="0")
     if mode == "prefed":
         env["DTLTO_STREAM"] = "0"
@@ -123,6 +128,9 @@ def main():
                    help="the distributor of the native mode (default: %(default)s)")
     p.add_argument("--python", default="/usr/bin/python3",
                    help="the interpreter that runs local.py (default: %(default)s)")
+    p.add_argument("--plugin", action="append", metavar="PATH",
+                   help="a distributor plugin for the plugin and inlinker modes, "
+                        "instead of builtin:local; repeat to compare several")
     args = p.parse_args()
     # The links run in the program's directory: paths given relative to ours.
     for name in ("local_py", "link_dir", "ld_lld", "dtlto_backend", "stock_ld_lld"):
@@ -130,21 +138,34 @@ def main():
     modes = args.modes.split(",")
     if bad := [m for m in modes if m not in MODES]:
         p.error(f"unknown mode(s): {', '.join(bad)}")
+    plugins = [os.path.abspath(x) for x in args.plugin or []]
+    for x in plugins:
+        if not os.path.isfile(x):
+            p.error(f"--plugin {x} is not a file")
+    # (mode, its label, the plugin it runs)
+    runs = []
+    for mode in modes:
+        if mode in ("plugin", "inlinker") and plugins:
+            runs += [(mode, f"{mode}#{i}", x) for i, x in enumerate(plugins, 1)]
+        else:
+            runs.append((mode, mode, "builtin:local"))
     build = find_program(args)
     if not shutil.which("perf"):
         sys.exit("bench/cpu-split.py: needs perf: apt-get install linux-perf")
     os.makedirs(args.link_dir, exist_ok=True)
     reference = os.path.join(args.link_dir, "prog.reference")
     link(build, "inproc", reference, os.path.join(args.link_dir, "perf.data"), args)
+    for i, x in enumerate(plugins, 1):
+        print(f"plugin#{i}: {x}")
     print("mode round backend_s distributor_s linker_s other_s total_s output")
     for r in range(1, args.rounds + 1):
-        for mode in modes:
-            out = os.path.join(args.link_dir, f"prog.{mode}")
-            data = os.path.join(args.link_dir, f"perf-{mode}-{r}.data")
-            link(build, mode, out, data, args)
+        for mode, label, plugin in runs:
+            out = os.path.join(args.link_dir, f"prog.{label}")
+            data = os.path.join(args.link_dir, f"perf-{label}-{r}.data")
+            link(build, mode, out, data, args, plugin)
             s = cpu_by_group(mode, data)
             same = "identical" if sha(out) == sha(reference) else "DIFFERS"
-            print(f"{mode} {r} {s['backend']:.2f} {s['distributor']:.2f} "
+            print(f"{label} {r} {s['backend']:.2f} {s['distributor']:.2f} "
                   f"{s['linker']:.2f} {s['other']:.2f} {sum(s.values()):.2f} {same}",
                   flush=True)
 
