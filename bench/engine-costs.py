@@ -413,12 +413,11 @@ class Farm:
 
 # --- links -----------------------------------------------------------------
 
-def default_tree(clang):
+def default_tree(clang, cache):
     """Where bench/run.py keeps the default generated program as this
     generator makes it, or None when it has not built it."""
     version = subprocess.run([clang, "--version"], capture_output=True,
                              text=True).stdout.splitlines()[0]
-    cache = os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench")
     return generate.built_tree(generate.Spec(DEFAULT_MODULES), cache, version)
 
 
@@ -656,9 +655,9 @@ def parse_args(argv):
         if not os.access(path, os.X_OK):
             p.error(f"{what} {path} is not an executable file")
     if args.tree is None:
-        args.tree = default_tree(args.clang)
+        cache = os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench")
+        args.tree = default_tree(args.clang, cache)
         if args.tree is None:
-            cache = os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench")
             p.error(f"gen{DEFAULT_MODULES} is not built in {cache}: run bench/run.py "
                     f"--programs gen{DEFAULT_MODULES} --build-only, or give --tree")
     if not os.path.isfile(os.path.join(args.tree, BUILD_STAMP)):

@@ -595,10 +595,11 @@ def content_key(spec, staged, clang_version):
     return h.hexdigest()[:12]
 
 
-def _tree_from_recipe(spec, cache, clang_version):
-    """The tree the recipe memo names for spec, or None when the sources
-    of this generator were never written (or the memo's tree is gone)."""
-    memo = os.path.join(cache, "generated", "recipes", spec.recipe_key(clang_version))
+def _tree_from_recipe(cache, recipe):
+    """The tree the memo of recipe (Spec.recipe_key) names, or None when
+    the sources of this generator were never written (or the memo's tree is
+    gone)."""
+    memo = os.path.join(cache, "generated", "recipes", recipe)
     if not os.path.exists(memo):
         return None
     with open(memo) as f:
@@ -608,17 +609,16 @@ def _tree_from_recipe(spec, cache, clang_version):
 
 def built_tree(spec, cache, clang_version):
     """The finished tree of spec in cache, or None."""
-    tree = _tree_from_recipe(spec, cache, clang_version)
+    tree = _tree_from_recipe(cache, spec.recipe_key(clang_version))
     return tree if tree and os.path.exists(os.path.join(tree, STAMP)) else None
 
 
-def _generate(spec, cache, clang_version, name):
+def _generate(spec, cache, clang_version, recipe, name):
     """Writes the sources of spec (in a staging folder, so that a tree is
     never seen half written), names the tree by their content_key and
     records the recipe memo; returns the tree and the seconds it took. The
     tree may exist already: the same program from an earlier generator."""
     generated = os.path.join(cache, "generated")
-    recipe = spec.recipe_key(clang_version)
     staged = os.path.join(generated, f".staging-gen{spec.modules}-{recipe}")
     start = time.monotonic()
     prog = Program(spec)
@@ -644,10 +644,11 @@ def prepare(spec, cache, tools):
     version = subprocess.run([tools["clang"], "--version"], capture_output=True,
                              text=True).stdout.splitlines()[0]
     name = f"gen{spec.modules}"
-    tree = _tree_from_recipe(spec, cache, version)
+    recipe = spec.recipe_key(version)
+    tree = _tree_from_recipe(cache, recipe)
     generated = 0.0
     if tree is None:
-        tree, generated = _generate(spec, cache, version, name)
+        tree, generated = _generate(spec, cache, version, recipe, name)
     stamp = os.path.join(tree, STAMP)
     if os.path.exists(stamp):
         with open(stamp) as f:
