@@ -53,6 +53,16 @@ config.environment["DTLTO_LOCAL_FALLBACK"] = "0"
 # local jobs ask for them, and local-jobs.test checks the default.
 config.environment["DTLTO_LOCAL_JOBS"] = "0"
 
+# A test that hangs fails by name once it has run for 15 minutes (ten
+# times the longest test here), with what it printed so far, instead of
+# holding the whole suite until CI gives up on it. lit needs psutil to
+# end a test's processes (docs/packages.md installs it).
+try:
+    import psutil  # noqa: F401
+    lit_config.maxIndividualTestTime = 900
+except ImportError:
+    lit_config.warning("python3-psutil is missing: no per-test time limit")
+
 subst = config.substitutions
 subst.append(("%ld.lld", os.path.join(bindir, "ld.lld")))
 subst.append(("%lld-link", os.path.join(bindir, "lld-link")))

@@ -17,6 +17,12 @@ MinGW, natively for gold, bfd and mold; Mach-O is inspected with llvm-nm).
 After every link the output directory must hold exactly what it should. The
 local fallback is on only where a case says so (DTLTO_LOCAL_FALLBACK): a
 job that fails must fail its case.
+
+Every command runs in a session of its own, with a hang guard: one that has
+not ended after HANG_LIMIT seconds (a link or a program that hangs, or
+anything it started that holds its output open) is reported with the
+processes of its session, which are then killed; the case fails, and the
+test ends instead of hanging.
 """
 import argparse
 import filecmp
@@ -33,6 +39,48 @@ SOURCES = os.path.join(HERE, "multi")
 FAULTDIST = os.path.normpath(os.path.join(HERE, "..", "..", "LTO", "faults", "Inputs",
                                           "faultdist.py"))
 EXPECTED = "compute=1320"
+HANG_LIMIT = 300
+
+
+def session_processes(sid):
+    """[(pid, args)] of every process in session sid."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,sid=,args="], capture_output=True,
+                         text=True).stdout
+    found = []
+    for line in out.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and int(parts[1]) == sid:
+            found.append((int(parts[0]), parts[2]))
+    return found
+
+
+def end_hung(proc):
+    """Kills every process of proc's session (it was started with one of its
+    own) and reaps proc; returns what was running, for the report."""
+    running = session_processes(proc.pid)
+    for pid, _ in running:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    proc.communicate()
+    return "\n".join(f"  {pid} {args}" for pid, args in running) or "  (none left)"
+
+
+def run_bounded(argv, **kw):
+    """subprocess.run(argv, **kw) in a session of its own; a command still
+    running after HANG_LIMIT seconds is killed with its whole session and
+    returns -SIGKILL (whatever its first process had returned: a link whose
+    descendants hold its output has not ended), its output saying what hung."""
+    proc = subprocess.Popen(argv, start_new_session=True, **kw)
+    try:
+        out, err = proc.communicate(timeout=HANG_LIMIT)
+    except subprocess.TimeoutExpired:
+        out = err = (f"HUNG: '{' '.join(argv)}' had not ended after {HANG_LIMIT} s; "
+                     f"its session then held:\n{end_hung(proc)}")
+        print(out, flush=True)
+        return subprocess.CompletedProcess(argv, -signal.SIGKILL, out, err)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 class Linker:
@@ -127,9 +175,8 @@ class Linker:
     def link(self, outdir, inputs, extra, dtlto, env=None):
         """Runs the link; its .stderr holds everything it printed (ld.bfd
         prints the plugin's warnings on stdout)."""
-        r = subprocess.run(self.command(outdir, inputs, extra, dtlto), stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True,
-                           env=dict(os.environ, **(env or {})))
+        r = run_bounded(self.command(outdir, inputs, extra, dtlto), stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, env=dict(os.environ, **(env or {})))
         r.stderr = r.stdout
         return r
 
@@ -137,7 +184,8 @@ class Linker:
         if self.name == "wasm":
             js = ("const fs=require('fs');WebAssembly.instantiate(fs.readFileSync(process.argv[1]))"
                   ".then(m=>console.log('compute=' + m.instance.exports.compute()))")
-            r = subprocess.run(["node", "-e", js, path], capture_output=True, text=True)
+            r = run_bounded(["node", "-e", js, path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
         elif self.name == "macho":
             r = subprocess.run([os.path.join(self.a.tools["llvm"], "llvm-nm"), path],
                                capture_output=True, text=True)
@@ -145,11 +193,12 @@ class Linker:
             ok = {"_compute", "_scale", "_offset"} <= syms or {"_compute"} <= syms
             return EXPECTED if ok and "_never_used" not in syms else f"symbols {sorted(syms)}"
         elif self.name == "mingw":
-            r = subprocess.run([self.a.tools["wine"], path], capture_output=True, text=True,
-                               env=dict(os.environ, WINEDEBUG="-all",
-                                        WINEPREFIX=self.a.tools["wineprefix"]))
+            r = run_bounded([self.a.tools["wine"], path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, WINEDEBUG="-all",
+                                     WINEPREFIX=self.a.tools["wineprefix"]))
         else:
-            r = subprocess.run([path], capture_output=True, text=True)
+            r = run_bounded([path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return r.stdout.strip().replace("\r", "")
 
 
@@ -280,7 +329,8 @@ def main():
     hang = [FAULTDIST, "--fault=hang"]
     proc = subprocess.Popen(L.command(d, inputs("libregular.a"),
                                       L.dtlto(a.python, hang, L.clang), dtlto=True),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     distributor = wait_for_process(proc, FAULTDIST)
     if distributor:
         os.kill(distributor[1], signal.SIGTERM)
@@ -290,15 +340,13 @@ def main():
     except subprocess.TimeoutExpired:
         # mold's parent waits on a pipe its child's descendants hold: a
         # distributor left running keeps the link from ever ending.
-        proc.kill()
-        proc.communicate()
         hung = " (the link HUNG: stopped after 120 s)"
     running = distributor and alive(distributor[0])
     print(f"interrupted: {'stopped' if distributor else 'NO DISTRIBUTOR SEEN'}, "
           f"exit {'non-zero' if proc.returncode else 0}, left {listing(d) or 0}, "
           f"distributor {'RUNNING' if running or not distributor else 'gone'}{hung}")
-    if running:
-        os.kill(distributor[0], signal.SIGKILL)
+    if hung:
+        print(f"  its session held:\n{end_hung(proc)}")
 
 
 def processes():
