@@ -92,14 +92,13 @@ Expected<std::string> findDistributor(StringRef Distributor) {
 static const int StopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction SavedActions[std::size(StopSignals)];
 // The process group of the running distributor (its pid), 0 when none runs,
-// Spawning while one is being started.
+// Spawning while one is being started. The thread starting it has the stop
+// signals blocked meanwhile; a handler on another thread waits until the
+// start is over and the group is known (posix_spawn returns once the child
+// has exec'd or failed), so no signal is lost and none stops a group half
+// recorded.
 static constexpr pid_t Spawning = -1;
 static std::atomic<pid_t> RunningGroup{0};
-// A stop signal that came while the distributor was being started: the
-// thread starting it stops its group and delivers the signal again. A
-// process-directed signal may be handled by any of the linker's threads,
-// not only the one that blocked it around posix_spawn.
-static std::atomic<int> StopWhileSpawning{0};
 
 static void sleepMilliseconds(long Ms) {
   struct timespec T = {Ms / 1000, (Ms % 1000) * 1000000};
@@ -123,12 +122,9 @@ static void stopGroup(pid_t Group, int Sig) {
 
 static void onStopSignal(int Sig, siginfo_t *Info, void *Context) {
   int SavedErrno = errno;
+  while (RunningGroup.load() == Spawning)
+    sleepMilliseconds(1);
   pid_t Group = RunningGroup.exchange(0);
-  if (Group == Spawning) {
-    StopWhileSpawning.store(Sig);
-    errno = SavedErrno;
-    return;
-  }
   if (Group > 0)
     stopGroup(Group, Sig == SIGHUP ? SIGTERM : Sig);
   errno = SavedErrno;
@@ -589,18 +585,7 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
                              CArgv.data(), CEnv.data());
   posix_spawnattr_destroy(&Attr);
   posix_spawn_file_actions_destroy(&Actions);
-  pid_t Expected = Spawning;
-  RunningGroup.compare_exchange_strong(Expected, SpawnErr ? 0 : I->Pid);
-  int Missed = StopWhileSpawning.exchange(0);
-  if (Missed) {
-    // Another thread took a stop signal meanwhile and left it to us: the
-    // new group goes first, then the signal is delivered again, to this
-    // thread once it is unblocked, and the link stops as it would have.
-    RunningGroup.store(0);
-    if (!SpawnErr)
-      stopGroup(I->Pid, Missed == SIGHUP ? SIGTERM : Missed);
-    pthread_kill(pthread_self(), Missed);
-  }
+  RunningGroup.store(SpawnErr ? 0 : I->Pid);
   pthread_sigmask(SIG_SETMASK, &OldMask, nullptr);
   CloseChildOnly();
   for (const ChildEnd &E : Ends)
