@@ -22,9 +22,12 @@ Every command runs in a session of its own, with a hang guard: one that has
 not ended after HANG_LIMIT seconds (a link or a program that hangs, or
 anything it started that holds its output open) is reported with the
 processes of its session, which are then killed; the case fails, and the
-test ends instead of hanging.
+test ends instead of hanging. A program run for its output (run_program) is
+waited for alone, its output read from a file: wine's server and device
+processes outlive it by seconds, and are stopped when the matrix ends.
 """
 import argparse
+import atexit
 import filecmp
 import os
 import re
@@ -32,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,6 +85,27 @@ def run_bounded(argv, **kw):
         print(out, flush=True)
         return subprocess.CompletedProcess(argv, -signal.SIGKILL, out, err)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def run_program(argv, env=None):
+    """Runs a program for its output, as run_bounded does, but waits for the
+    program alone: its output goes through a file, not a pipe. wine leaves
+    its server and device processes running for a while after the program
+    has exited, and they hold whatever output they were started with (a
+    pipe would keep its reader waiting as long as they live)."""
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, text=True, env=env,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=HANG_LIMIT)
+        except subprocess.TimeoutExpired:
+            said = (f"HUNG: '{' '.join(argv)}' had not ended after {HANG_LIMIT} s; "
+                    f"its session then held:\n{end_hung(proc)}")
+            print(said, flush=True)
+            return said
+        out.seek(0)
+        return out.read()
 
 
 class Linker:
@@ -184,8 +209,7 @@ class Linker:
         if self.name == "wasm":
             js = ("const fs=require('fs');WebAssembly.instantiate(fs.readFileSync(process.argv[1]))"
                   ".then(m=>console.log('compute=' + m.instance.exports.compute()))")
-            r = run_bounded(["node", "-e", js, path], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+            out = run_program(["node", "-e", js, path])
         elif self.name == "macho":
             r = subprocess.run([os.path.join(self.a.tools["llvm"], "llvm-nm"), path],
                                capture_output=True, text=True)
@@ -193,13 +217,20 @@ class Linker:
             ok = {"_compute", "_scale", "_offset"} <= syms or {"_compute"} <= syms
             return EXPECTED if ok and "_never_used" not in syms else f"symbols {sorted(syms)}"
         elif self.name == "mingw":
-            r = run_bounded([self.a.tools["wine"], path], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, WINEDEBUG="-all",
-                                     WINEPREFIX=self.a.tools["wineprefix"]))
+            out = run_program([self.a.tools["wine"], path], env=self.wine_env())
         else:
-            r = run_bounded([path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        return r.stdout.strip().replace("\r", "")
+            out = run_program([path])
+        return out.strip().replace("\r", "")
+
+    def wine_env(self):
+        return dict(os.environ, WINEDEBUG="-all", WINEPREFIX=self.a.tools["wineprefix"])
+
+    def end_wine(self):
+        """Stops the wine server of the prefix and what it runs, so that
+        nothing of the test outlives it."""
+        server = os.path.join(os.path.dirname(self.a.tools["wine"]), "wineserver64")
+        if self.name == "mingw" and os.path.exists(server):
+            run_program([server, "-k"], env=self.wine_env())
 
 
 def listing(d):
@@ -225,6 +256,7 @@ def main():
     a.tools = {"llvm": a.llvm_tools, "bin": a.bin, "preload": a.preload, "wine": a.wine,
                "wineprefix": os.path.abspath(a.wineprefix or os.path.join(a.workdir, "wine"))}
     L = Linker(a)
+    atexit.register(L.end_wine)
     os.makedirs(a.workdir, exist_ok=True)
     os.chdir(a.workdir)
 
