@@ -19,7 +19,8 @@ step a line from stdin:
 Each event line the distributor writes goes to FILE. Once the steps are
 done the channel is closed and the distributor waited for; prints
 "exit N", its exit code. A distributor that exits while a step waits ends
-the waiting: "gave up at: STEP", exit 1.
+the waiting: "gave up at: STEP", exit 1. So does a step still waiting
+after WAIT_LIMIT seconds (a hang guard: the distributor is killed).
 """
 
 import argparse
@@ -30,6 +31,8 @@ import select
 import subprocess
 import sys
 import time
+
+WAIT_LIMIT = 300
 
 
 def main() -> int:
@@ -96,7 +99,13 @@ def main() -> int:
                     return bool(glob.glob(os.path.expandvars(words[1].strip())))
                 return any(e.get("id") == int(words[1]) and e.get("event") == words[2].strip()
                            for e in seen)
+            deadline = time.monotonic() + WAIT_LIMIT
             while not done():
+                if time.monotonic() > deadline:
+                    print(f"gave up at: {step.strip()} (still waiting after {WAIT_LIMIT} s)")
+                    proc.kill()
+                    proc.wait()
+                    return 1
                 # Events within 50 ms; a file is looked for as often.
                 if not open_channel or not read_events(0.05):
                     open_channel = False
