@@ -63,6 +63,50 @@ try:
 except ImportError:
     lit_config.warning("python3-psutil is missing: no per-test time limit")
 
+
+# The time limit cannot end a test whose output pipe a process outside its
+# tree holds (a distributor or daemon left running after its parent died):
+# lit waits for that pipe's end. The whole suite takes under 15 minutes on
+# two cores; once it has run for 30 (--param hang_report_after=SECONDS),
+# this names what is still running (the processes under lit, and any whose
+# command line names this source or build tree), every 10 minutes, so that
+# a hung CI run says which test and which process hung.
+def _watch_for_hangs(lit_pid, trees, first=1800, every=600):
+    import subprocess
+    import sys
+    import time
+    time.sleep(first)
+    while True:
+        rows = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,etimes=,args="],
+                              capture_output=True, text=True).stdout.splitlines()
+        table = {}
+        for row in rows:
+            parts = row.split(None, 3)
+            if len(parts) == 4:
+                table[int(parts[0])] = (int(parts[1]), parts[2], parts[3])
+        def under_lit(pid):
+            while pid in table and pid not in (0, 1):
+                if pid == lit_pid:
+                    return True
+                pid = table[pid][0]
+            return False
+        shown = [f"  {pid} (parent {ppid}, {secs} s): {args[:400]}"
+                 for pid, (ppid, secs, args) in sorted(table.items())
+                 if pid != lit_pid and (under_lit(pid) or any(t in args for t in trees))]
+        sys.stderr.write("\nlit.cfg.py: the suite is still running; these processes "
+                         "are:\n" + "\n".join(shown) + "\n")
+        sys.stderr.flush()
+        time.sleep(every)
+
+
+import threading  # noqa: E402
+if not getattr(lit_config, "dtlto_hang_watch", None):  # once per lit run
+    lit_config.dtlto_hang_watch = threading.Thread(
+        target=_watch_for_hangs, daemon=True,
+        args=(os.getpid(), (src_root, obj_root),
+              int(lit_config.params.get("hang_report_after", 1800))))
+    lit_config.dtlto_hang_watch.start()
+
 subst = config.substitutions
 subst.append(("%ld.lld", os.path.join(bindir, "ld.lld")))
 subst.append(("%lld-link", os.path.join(bindir, "lld-link")))
