@@ -583,9 +583,11 @@ DistributorProcess::start(StringRef Program, ArrayRef<std::string> Args,
   RunningGroup.store(Spawning);
   int SpawnErr = posix_spawn(&I->Pid, ProgramStr.c_str(), &Actions, &Attr,
                              CArgv.data(), CEnv.data());
+  // At once: a handler waiting meanwhile may have interrupted a thread that
+  // holds a lock the calls below need (free() takes malloc's).
+  RunningGroup.store(SpawnErr ? 0 : I->Pid);
   posix_spawnattr_destroy(&Attr);
   posix_spawn_file_actions_destroy(&Actions);
-  RunningGroup.store(SpawnErr ? 0 : I->Pid);
   pthread_sigmask(SIG_SETMASK, &OldMask, nullptr);
   CloseChildOnly();
   for (const ChildEnd &E : Ends)
