@@ -29,8 +29,15 @@ def main():
     kids = children(linker.pid)
     os.kill(linker.pid, signal.SIGKILL)
     linker.wait()
-    for _, group in kids:
-        os.killpg(group, signal.SIGKILL)
+    own = os.getpgid(0)
+    for pid, group in kids:
+        # A child seen before it left our group (posix_spawn's child sets
+        # its own just before exec) is killed alone: its group is still ours,
+        # and lit's with it.
+        if group == own:
+            os.kill(pid, signal.SIGKILL)
+        else:
+            os.killpg(group, signal.SIGKILL)
     print(f"killed the linker: {'yes' if linker.returncode == -signal.SIGKILL else 'NO'}")
     for name in sorted(os.listdir(d)):
         print(f"left: {name}")
