@@ -19,11 +19,19 @@
 // worker is replaced for the next. Largest jobs first, as our Python
 // distributors do: the link then does not wait on one big job at the end.
 //
+// A cancel (the linker's own slot, or a hedged copy, has the object) is
+// answered at once, or, for a job being written to a worker, once it is. A
+// queued job is dropped; a job a worker runs ends with the worker, which is
+// killed (the link does not wait for an object it has); a job written to a
+// worker behind another is dropped when its answer comes, or its worker
+// killed when it would start it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LocalPlugin.h"
 #include "dtlto/BackendCache.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -165,7 +173,21 @@ struct Session {
   std::vector<Queued> Queue;
   DenseSet<uint64_t> Live;
   std::vector<pid_t> WorkerPids; // per slot, 0 when none
-  unsigned Idle = 0;             // slots waiting for a job
+  /// Jobs a slot has taken, by id: the slot, and whether their bytes are
+  /// written to its worker. One cancelled there is in CancelledInSlot
+  /// until its slot is done with it; once written it is answered at once
+  /// and not read through its pointer again (the host may free it), before
+  /// that its slot answers once it has written it.
+  struct Taken {
+    unsigned Slot;
+    bool Written;
+  };
+  DenseMap<uint64_t, Taken> InSlot;
+  DenseSet<uint64_t> CancelledInSlot;
+  static constexpr uint64_t NoJob = ~uint64_t(0);
+  std::vector<uint64_t> Running;     // per slot: the job its worker runs
+  std::vector<char> KilledForCancel; // per slot: we killed its worker
+  unsigned Idle = 0;                 // slots waiting for a job
   bool Stopping = false;
   std::vector<std::thread> Slots;
   // For --verbose: what crossed the workers' pipes.
@@ -175,9 +197,10 @@ struct Session {
   void runSlot(unsigned K);
   /// Queues J (under Mu).
   void push(const dtlto_job *J);
-  /// The largest queued job. With Wait, waits for one (null when
-  /// stopping); without, null unless no other slot is idle to take it.
-  const dtlto_job *take(bool Wait);
+  /// The largest queued job, taken by slot K. With Wait, waits for one
+  /// (null when stopping); without, null unless no other slot is idle to
+  /// take it.
+  const dtlto_job *take(unsigned K, bool Wait);
   bool start(Worker &W, unsigned K, std::string &Error);
   /// Writes J to W: the modules W holds by name, the rest with their bytes.
   bool send(Worker &W, const dtlto_job &J);
@@ -187,6 +210,8 @@ struct Session {
   bool receive(Worker &W, std::string &Object, std::string &Error,
                bool &Broken);
   void stopWorker(Worker &W, unsigned K, std::string *How = nullptr);
+  /// Kills slot K's worker for a cancel (under Mu); its slot sees it gone.
+  void killForCancel(unsigned K);
 };
 
 static bool runsLater(const Session::Queued &A, const Session::Queued &B) {
@@ -199,7 +224,7 @@ void Session::push(const dtlto_job *J) {
   Live.insert(J->id);
 }
 
-const dtlto_job *Session::take(bool Wait) {
+const dtlto_job *Session::take(unsigned K, bool Wait) {
   std::unique_lock<std::mutex> Lock(Mu);
   if (Wait) {
     ++Idle;
@@ -212,8 +237,10 @@ const dtlto_job *Session::take(bool Wait) {
     std::pop_heap(Queue.begin(), Queue.end(), runsLater);
     Queued Q = Queue.back();
     Queue.pop_back();
-    if (Live.erase(Q.Id))
+    if (Live.erase(Q.Id)) {
+      InSlot[Q.Id] = {K, false};
       return Q.Job;
+    }
   }
 }
 
@@ -265,6 +292,13 @@ bool Session::start(Worker &W, unsigned K, std::string &Error) {
     return false;
   }
   return true;
+}
+
+void Session::killForCancel(unsigned K) {
+  if (WorkerPids[K] > 0 && !KilledForCancel[K]) {
+    kill(WorkerPids[K], SIGKILL);
+    KilledForCancel[K] = 1;
+  }
 }
 
 void Session::stopWorker(Worker &W, unsigned K, std::string *How) {
@@ -362,21 +396,50 @@ void Session::runSlot(unsigned K) {
   Worker W;
   std::string Name = "local/" + std::to_string(K);
   // The jobs W has been sent, in order: the first runs, the next waits in
-  // its pipe.
-  std::deque<const dtlto_job *> Sent;
+  // its pipe. Their ids are kept apart: a job answered cancelled may be
+  // freed by the host while it is still here.
+  struct SentJob {
+    uint64_t Id;
+    const dtlto_job *Job;
+  };
+  std::deque<SentJob> Sent;
   for (;;) {
-    if (const dtlto_job *J = take(/*Wait=*/Sent.empty())) {
+    if (const dtlto_job *J = take(K, /*Wait=*/Sent.empty())) {
       std::string Error;
       if (!W.running() && !start(W, K, Error)) {
+        bool Cancelled;
+        {
+          std::lock_guard<std::mutex> Lock(Mu);
+          InSlot.erase(J->id);
+          Cancelled = CancelledInSlot.erase(J->id);
+        }
         Engine->started(Engine->ctx, J->id, Name.c_str());
-        Engine->failed(Engine->ctx, J->id, Error.c_str(), 0);
+        if (Cancelled)
+          Engine->cancelled(Engine->ctx, J->id);
+        else
+          Engine->failed(Engine->ctx, J->id, Error.c_str(), 0);
         continue;
       }
-      if (Sent.empty())
+      bool First = Sent.empty();
+      if (First)
         Engine->started(Engine->ctx, J->id, Name.c_str());
-      Sent.push_back(J);
+      Sent.push_back({J->id, J});
       // A failed write shows as a broken worker when its answer is read.
-      if (send(W, *J) && Sent.size() < 2)
+      bool Written = send(W, *J);
+      bool CancelledMeanwhile;
+      {
+        std::lock_guard<std::mutex> Lock(Mu);
+        InSlot[J->id].Written = true;
+        if (First)
+          Running[K] = J->id;
+        // A cancel that came while it was written is answered here.
+        CancelledMeanwhile = CancelledInSlot.count(J->id);
+        if (CancelledMeanwhile && First)
+          killForCancel(K);
+      }
+      if (CancelledMeanwhile)
+        Engine->cancelled(Engine->ctx, J->id);
+      if (Written && Sent.size() < 2)
         continue; // and queue the next behind it, if there is one
     }
     if (Sent.empty())
@@ -384,27 +447,55 @@ void Session::runSlot(unsigned K) {
     std::string Object, Error;
     bool Broken = false;
     bool Ok = receive(W, Object, Error, Broken);
-    const dtlto_job *Done = Sent.front();
+    SentJob Done = Sent.front();
     Sent.pop_front();
     if (Broken) {
       std::string How;
       stopWorker(W, K, &How);
       Error = "the dtlto-backend worker " + How + Error;
-      // The job behind it never started: another worker takes it.
-      {
-        std::lock_guard<std::mutex> Lock(Mu);
-        for (const dtlto_job *Back : Sent)
-          push(Back);
-      }
-      Sent.clear();
-      Changed.notify_all();
     }
-    if (Ok)
-      Engine->done(Engine->ctx, Done->id, {Object.data(), Object.size()});
-    else
-      Engine->failed(Engine->ctx, Done->id, Error.c_str(), 0);
-    if (!Sent.empty())
-      Engine->started(Engine->ctx, Sent.front()->id, Name.c_str());
+    bool Answered, KilledByUs, Next = false;
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      InSlot.erase(Done.Id);
+      Answered = CancelledInSlot.erase(Done.Id);
+      KilledByUs = Broken && KilledForCancel[K];
+      Running[K] = NoJob;
+      if (Broken) {
+        // The job behind it never started: another worker takes it.
+        KilledForCancel[K] = 0;
+        for (const SentJob &Back : Sent) {
+          InSlot.erase(Back.Id);
+          if (!CancelledInSlot.erase(Back.Id))
+            push(Back.Job);
+        }
+        Sent.clear();
+        // Killed for another job's cancel, this one had not ended: it
+        // goes back too.
+        if (KilledByUs && !Answered)
+          push(Done.Job);
+      } else if (!Sent.empty()) {
+        // The worker starts the next now; cancelled meanwhile, it ends
+        // with the worker.
+        Running[K] = Sent.front().Id;
+        if (CancelledInSlot.count(Running[K]))
+          killForCancel(K);
+        else
+          Next = true;
+      }
+    }
+    if (Broken)
+      Changed.notify_all();
+    if (Answered || KilledByUs) {
+      // Cancelled already (its object, if any, is not needed), or queued
+      // again.
+    } else if (Ok) {
+      Engine->done(Engine->ctx, Done.Id, {Object.data(), Object.size()});
+    } else {
+      Engine->failed(Engine->ctx, Done.Id, Error.c_str(), 0);
+    }
+    if (Next)
+      Engine->started(Engine->ctx, Sent.front().Id, Name.c_str());
   }
   stopWorker(W, K);
 }
@@ -446,6 +537,8 @@ void *openLocal(const dtlto_link *Link, const dtlto_engine *Engine,
     S->Refusal = "dtlto-backend cannot reproduce this link's LTO "
                  "configuration (see docs/plugins.md)";
   S->WorkerPids.assign(Jobs, 0);
+  S->Running.assign(Jobs, Session::NoJob);
+  S->KilledForCancel.assign(Jobs, 0);
   for (unsigned K = 0; K < Jobs; ++K)
     S->Slots.emplace_back([S, K] { S->runSlot(K); });
   return S;
@@ -468,15 +561,25 @@ int submitLocal(void *Ptr, const dtlto_job *J) {
   return 0;
 }
 
-// A queued job is dropped; a running one finishes (its done is the answer).
+// A queued job is dropped, a running one's worker killed, one written behind
+// it dropped when its slot comes to it: each answered at once. One whose
+// bytes are being written is answered by its slot once they are.
 void cancelLocal(void *Ptr, uint64_t Id) {
   auto *S = static_cast<Session *>(Ptr);
-  bool Dropped;
+  bool Answer = false;
   {
     std::lock_guard<std::mutex> Lock(S->Mu);
-    Dropped = S->Live.erase(Id);
+    auto It = S->InSlot.find(Id);
+    if (S->Live.erase(Id)) {
+      Answer = true;
+    } else if (It != S->InSlot.end() && S->CancelledInSlot.insert(Id).second &&
+               It->second.Written) {
+      Answer = true;
+      if (S->Running[It->second.Slot] == Id)
+        S->killForCancel(It->second.Slot);
+    }
   }
-  if (Dropped)
+  if (Answer)
     S->Engine->cancelled(S->Engine->ctx, Id);
 }
 
