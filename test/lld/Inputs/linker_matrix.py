@@ -94,8 +94,9 @@ def run_program(argv, env=None):
     has exited, and they hold whatever output they were started with (a
     pipe would keep its reader waiting as long as they live)."""
     with tempfile.TemporaryFile("w+") as out:
+        # stderr is not its output (wine says there that it made a prefix).
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, text=True, env=env,
+                                stderr=subprocess.DEVNULL, text=True, env=env,
                                 start_new_session=True)
         try:
             proc.wait(timeout=HANG_LIMIT)
