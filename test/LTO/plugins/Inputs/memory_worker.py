@@ -17,6 +17,7 @@ import glob
 import json
 import subprocess
 import sys
+import tempfile
 
 
 def one(pattern):
@@ -39,8 +40,11 @@ def main():
     p.add_argument("config")
     p.add_argument("jobs", nargs="+")
     args = p.parse_args()
+    # Its stderr goes to a file, read at the end: a pipe nobody reads while
+    # the jobs run would stop a worker that says much there.
+    errors = tempfile.TemporaryFile()
     worker = subprocess.Popen([args.backend, "--memory"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              stdout=subprocess.PIPE, stderr=errors)
     config = open(one(args.config), "rb").read()
     worker.stdin.write(json.dumps({"config": len(config)}).encode() + b"\n" + config)
     for n, job in enumerate(args.jobs, 1):
@@ -75,7 +79,8 @@ def main():
     except BrokenPipeError:
         pass
     print(f"worker exit: {worker.wait()}")
-    sys.stdout.write(worker.stderr.read().decode())
+    errors.seek(0)
+    sys.stdout.write(errors.read().decode())
 
 
 if __name__ == "__main__":
