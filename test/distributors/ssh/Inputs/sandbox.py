@@ -102,6 +102,23 @@ def start_time(pid: int) -> str | None:
         return None
 
 
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of session sid: what a command started in a
+    process group of its own (a link's distributor, a job under set -m)
+    is still in its session, and would otherwise outlive it, holding
+    whatever pipes it inherited."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:  # after state, ppid, pgrp: session
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, IndexError, ValueError):
+            pass
+
+
 class Sandbox:
     """State directory, network namespaces and processes of one harness run."""
 
@@ -249,10 +266,7 @@ def run_command(sandbox: Sandbox, argv: list[str], netns: str | None, env: dict,
             time.sleep(0.1)
         return proc.returncode
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left behind
-        except ProcessLookupError:
-            pass
+        kill_session(proc.pid)  # whatever it left behind
         proc.wait()
 
 
