@@ -46,29 +46,23 @@ EXPECTED = "compute=1320"
 HANG_LIMIT = 300
 
 
-def session_processes(sid):
-    """[(pid, args)] of every process in session sid."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,sid=,args="], capture_output=True,
-                         text=True).stdout
-    found = []
-    for line in out.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) == 3 and int(parts[1]) == sid:
-            found.append((int(parts[0]), parts[2]))
-    return found
-
-
-def end_hung(proc):
+def end_hung(argv, proc, limit=None):
     """Kills every process of proc's session (it was started with one of its
-    own) and reaps proc; returns what was running, for the report."""
-    running = session_processes(proc.pid)
+    own) and reaps proc; prints, and returns, what hung and what was still
+    running."""
+    running = [(pid, args) for pid, (_, sid, args) in sorted(processes().items())
+               if sid == proc.pid]
     for pid, _ in running:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
     proc.communicate()
-    return "\n".join(f"  {pid} {args}" for pid, args in running) or "  (none left)"
+    held = "\n".join(f"  {pid} {args}" for pid, args in running) or "  (none left)"
+    said = (f"HUNG: '{' '.join(argv)}' had not ended after {limit or HANG_LIMIT} s; "
+            f"its session then held:\n{held}")
+    print(said, flush=True)
+    return said
 
 
 def run_bounded(argv, **kw):
@@ -80,10 +74,8 @@ def run_bounded(argv, **kw):
     try:
         out, err = proc.communicate(timeout=HANG_LIMIT)
     except subprocess.TimeoutExpired:
-        out = err = (f"HUNG: '{' '.join(argv)}' had not ended after {HANG_LIMIT} s; "
-                     f"its session then held:\n{end_hung(proc)}")
-        print(out, flush=True)
-        return subprocess.CompletedProcess(argv, -signal.SIGKILL, out, err)
+        said = end_hung(argv, proc)
+        return subprocess.CompletedProcess(argv, -signal.SIGKILL, said, said)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
@@ -101,10 +93,7 @@ def run_program(argv, env=None):
         try:
             proc.wait(timeout=HANG_LIMIT)
         except subprocess.TimeoutExpired:
-            said = (f"HUNG: '{' '.join(argv)}' had not ended after {HANG_LIMIT} s; "
-                    f"its session then held:\n{end_hung(proc)}")
-            print(said, flush=True)
-            return said
+            return end_hung(argv, proc)
         out.seek(0)
         return out.read()
 
@@ -360,8 +349,8 @@ def main():
     # is the distributor's parent (clang runs it as a child of its own).
     d = fresh("interrupted")
     hang = [FAULTDIST, "--fault=hang"]
-    proc = subprocess.Popen(L.command(d, inputs("libregular.a"),
-                                      L.dtlto(a.python, hang, L.clang), dtlto=True),
+    argv = L.command(d, inputs("libregular.a"), L.dtlto(a.python, hang, L.clang), dtlto=True)
+    proc = subprocess.Popen(argv,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     distributor = wait_for_process(proc, FAULTDIST)
@@ -379,18 +368,20 @@ def main():
           f"exit {'non-zero' if proc.returncode else 0}, left {listing(d) or 0}, "
           f"distributor {'RUNNING' if running or not distributor else 'gone'}{hung}")
     if hung:
-        print(f"  its session held:\n{end_hung(proc)}")
+        end_hung(argv, proc, limit=120)
+    elif running:
+        os.kill(distributor[0], signal.SIGKILL)
 
 
 def processes():
-    """{pid: (ppid, args)} of every process."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True,
+    """{pid: (ppid, session, args)} of every process."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,sid=,args="], capture_output=True,
                          text=True).stdout
     table = {}
     for line in out.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) == 3:
-            table[int(parts[0])] = (int(parts[1]), parts[2])
+        parts = line.split(None, 3)
+        if len(parts) == 4:
+            table[int(parts[0])] = (int(parts[1]), int(parts[2]), parts[3])
     return table
 
 
@@ -401,7 +392,7 @@ def wait_for_process(root, script):
     deadline = time.monotonic() + 300
     while root.poll() is None and time.monotonic() < deadline:
         table = processes()
-        for pid, (ppid, args) in table.items():
+        for pid, (ppid, _, args) in table.items():
             up = ppid
             while up not in (0, 1, root.pid) and up in table:
                 up = table[up][0]
