@@ -71,7 +71,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
-from benchlib import generate  # noqa: E402
+from benchlib import default_cache, generate  # noqa: E402
 from benchlib.programs import BUILD_STAMP  # noqa: E402
 
 PROBE = os.path.join(HERE, "benchlib", "probe.py")
@@ -655,7 +655,7 @@ def parse_args(argv):
         if not os.access(path, os.X_OK):
             p.error(f"{what} {path} is not an executable file")
     if args.tree is None:
-        cache = os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench")
+        cache = default_cache()
         args.tree = default_tree(args.clang, cache)
         if args.tree is None:
             p.error(f"gen{DEFAULT_MODULES} is not built in {cache}: run bench/run.py "

@@ -60,7 +60,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from benchlib import delayrelay  # noqa: E402
+from benchlib import add_cache_option, delayrelay  # noqa: E402
 from benchlib import prepare as prepare_mod  # noqa: E402
 from benchlib import probe  # noqa: E402
 from benchlib import trace  # noqa: E402
@@ -198,8 +198,7 @@ def parse_args():
                    help=f"comma-separated (default: {','.join(MODES)})")
     p.add_argument("--ld-lld", default=os.path.join(ROOT, "build", "bin", "ld.lld"))
     p.add_argument("--clang", default="/usr/lib/llvm-22/bin/clang")
-    p.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
-                                                     "/var/cache/dtlto-bench"))
+    add_cache_option(p)
     p.add_argument("--out", help="results directory (default: CACHE/results)")
     p.add_argument("--inside", help=argparse.SUPPRESS)  # the run inside the farm
     a = p.parse_args()

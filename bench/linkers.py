@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib import BenchError  # noqa: E402
+from benchlib import BenchError, add_cache_option  # noqa: E402
 from benchlib.measure import run_link  # noqa: E402
 from benchlib.prepare import prepare, tools as build_tools  # noqa: E402
 from benchlib.programs import PROGRAMS  # noqa: E402
@@ -192,9 +192,7 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=5, help="timed runs per mode (default: 5)")
     p.add_argument("--jobs", type=int, default=2,
                    help="ThinLTO threads, and distributor jobs (default: 2)")
-    p.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
-                                                     "/var/cache/dtlto-bench"),
-                   help="bench/run.py's cache of builds (default: %(default)s)")
+    add_cache_option(p)
     p.add_argument("--out", help="where the links go (default: CACHE/linkers/out)")
     p.add_argument("--bin", default=os.path.join(SRC_ROOT, "build", "bin"),
                    help="our build's bin directory (default: %(default)s)")

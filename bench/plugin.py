@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
+from benchlib import add_cache_option  # noqa: E402
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
 from benchlib.trace import dtlto_scopes  # noqa: E402
 
@@ -98,8 +99,7 @@ def main():
     p.add_argument("--program", default="redis")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
-                                                     "/var/cache/dtlto-bench"))
+    add_cache_option(p)
     p.add_argument("--ld-lld", default=os.path.join(SRC_ROOT, "build/bin/ld.lld"))
     p.add_argument("--dtlto-backend",
                    default=os.path.join(SRC_ROOT, "build/bin/dtlto-backend"))

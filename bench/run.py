@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # keep the source tree clean
 
-from benchlib import BenchError  # noqa: E402
+from benchlib import BenchError, add_cache_option  # noqa: E402
 from benchlib.generate import add_generator_options, generator_options  # noqa: E402
 from benchlib.modes import MODES  # noqa: E402
 from benchlib.prepare import install_packages, prepare, tools as build_tools  # noqa: E402
@@ -60,10 +60,7 @@ def parse_args(argv):
                         "default: the program's tree. A tmpfs here "
                         "(/dev/shm/...) measures the engines without the "
                         "disk's file costs")
-    p.add_argument("--cache", metavar="DIR",
-                   default=os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"),
-                   help="where sources are downloaded and programs built "
-                        "($DTLTO_BENCH_CACHE, default: %(default)s)")
+    add_cache_option(p)
     p.add_argument("--ld-lld", default=os.path.join(SRC_ROOT, "build", "bin", "ld.lld"),
                    help="our linker (default: %(default)s)")
     p.add_argument("--dtlto-backend",

@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib import BenchError, census, generate  # noqa: E402
+from benchlib import BenchError, add_cache_option, census, default_cache, generate  # noqa: E402
 from benchlib.util import log  # noqa: E402
 
 REAL = ["lua", "zstd", "redis", "python", "ninja"]
@@ -170,9 +170,7 @@ def cmd_report(args):
 
 
 def add_tool_options(p):
-    p.add_argument("--cache", metavar="DIR",
-                   default=os.environ.get("DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"),
-                   help="bench/run.py's cache ($DTLTO_BENCH_CACHE, default: %(default)s)")
+    add_cache_option(p)
     p.add_argument("--clang", default="/usr/lib/llvm-22/bin/clang",
                    help="compiler (default: %(default)s)")
     p.add_argument("--stock-ld-lld", default="/usr/lib/llvm-22/bin/ld.lld",
@@ -229,8 +227,7 @@ def parse_args(argv):
     for q in (r, sub.add_parser("report", help="the scale table and plot of a run's "
                                               "output directory")):
         q.add_argument("--out", metavar="DIR",
-                       default=os.path.join(os.environ.get(
-                           "DTLTO_BENCH_CACHE", "/var/cache/dtlto-bench"), "results-scale"),
+                       default=os.path.join(default_cache(), "results-scale"),
                        help="where each size's bench/run.py results go, and "
                             "scale.md (default: %(default)s)")
         q.add_argument("--plot", metavar="PNG",

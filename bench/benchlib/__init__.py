@@ -12,6 +12,22 @@ Modules, one concept each:
 
 
 import argparse
+import os
+
+# Where bench/run.py downloads sources and builds programs, and where every
+# other script finds them: $DTLTO_BENCH_CACHE, or this.
+DEFAULT_CACHE = "/var/cache/dtlto-bench"
+
+
+def default_cache():
+    return os.environ.get("DTLTO_BENCH_CACHE", DEFAULT_CACHE)
+
+
+def add_cache_option(parser):
+    """--cache, spelled and defaulted the same in every script."""
+    parser.add_argument("--cache", metavar="DIR", default=default_cache(),
+                        help="bench/run.py's cache of sources and builds "
+                             "($DTLTO_BENCH_CACHE, default: %(default)s)")
 
 
 def doc_parser(doc):

@@ -54,7 +54,7 @@ import shutil
 import subprocess
 import time
 
-from . import BenchError
+from . import BenchError, add_cache_option
 from .util import clean_env, log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -724,8 +724,7 @@ def add_replay_options(parser, src_root):
     bench/job-cpu.py, bench/upto.py)."""
     parser.add_argument("--gen-module-scale", type=float, default=0.1,
                         help="the module scale of a generated program (default: %(default)s)")
-    parser.add_argument("--cache", default=os.environ.get("DTLTO_BENCH_CACHE",
-                                                          "/var/cache/dtlto-bench"))
+    add_cache_option(parser)
     parser.add_argument("--ld-lld", default=os.path.join(src_root, "build/bin/ld.lld"))
     parser.add_argument("--dtlto-backend",
                         default=os.path.join(src_root, "build/bin/dtlto-backend"))
