@@ -231,7 +231,10 @@ const dtlto_job *Session::take(unsigned K, bool Wait) {
     Changed.wait(Lock, [&] { return Stopping || !Live.empty(); });
     --Idle;
   }
-  if (Stopping || Live.empty() || (!Wait && Idle))
+  // A job to queue behind the running one waits while another slot idles,
+  // and while this slot's worker is being killed for a cancel: written to
+  // a dead worker, it would only come back to the queue.
+  if (Stopping || Live.empty() || (!Wait && (Idle || KilledForCancel[K])))
     return nullptr;
   for (;;) {
     std::pop_heap(Queue.begin(), Queue.end(), runsLater);
