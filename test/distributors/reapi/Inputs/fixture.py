@@ -329,7 +329,17 @@ class Fixture:
                                         preexec_fn=die_with_parent)
         self.record["pids"].append(self.command.pid)
         self.save()
+        # A command that hangs is reported and ended here, with what it left
+        # running, rather than by lit's limit, which names only the test.
+        deadline = time.monotonic() + args.deadline
         while self.command.poll() is None:
+            if time.monotonic() > deadline:
+                running = [cmdline(pid) or str(pid)
+                           for pid in stray_processes(self.record)]
+                log(f"HUNG: the command still ran after {args.deadline:g} s; "
+                    "running then: " + "; ".join(running))
+                ctl.close()
+                return 124  # teardown kills it and everything it started
             try:
                 conn, _ = ctl.accept()
             except socket.timeout:
@@ -398,6 +408,16 @@ def is_ours(record, pid: str) -> bool:
         return False
     state = record["state"].encode()
     return f"{MARK}=".encode() + state in env or state in cmd
+
+
+def cmdline(pid: int) -> str:
+    """pid's command line, shortened for a report ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return ""
+    return f"{pid}: " + " ".join(w.decode(errors="replace") for w in words)[:200]
 
 
 def stray_processes(record) -> list[int]:
@@ -502,6 +522,9 @@ def main() -> int:
     r.add_argument("--tls", action="store_true",
                    help="workers speak TLS only and require a client certificate "
                         "($REAPI_STATE/tls has ca.crt, client.crt, client.key, ...)")
+    r.add_argument("--deadline", type=float, default=600, metavar="SECONDS",
+                   help="end the command, reported as HUNG, after this long "
+                        "(default: %(default)s)")
     r.add_argument("command", nargs=argparse.REMAINDER)
     c = sub.add_parser("ctl", help="control a worker from inside the command")
     c.add_argument("verb", choices=["kill", "stop", "start", "start-cache-only"])
