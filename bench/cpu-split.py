@@ -87,8 +87,12 @@ def group(mode, comm):
 
 
 def cpu_by_group(mode, data):
-    report = subprocess.run(["perf", "report", "-i", data, "-n", "--sort", "comm",
-                             "--stdio"], capture_output=True, text=True, check=True).stdout
+    # --no-inline: with call graphs, perf would otherwise run addr2line over
+    # every sampled address first (minutes); -g none --no-children keep the
+    # columns those of data without them.
+    report = subprocess.run(["perf", "report", "--no-inline", "--no-children", "-g", "none",
+                             "-i", data, "-n", "--sort", "comm", "--stdio"],
+                            capture_output=True, text=True, check=True).stdout
     seconds = dict.fromkeys(["backend", "distributor", "linker", "other"], 0.0)
     for line in report.splitlines():
         fields = line.split()
@@ -107,8 +111,9 @@ def link(build, mode, out, data, args, plugin="builtin:local"):
         env["DTLTO_STREAM"] = "0"
     if mode == "inlinker":
         env["DTLTO_PLUGIN_IN_PROCESS"] = "1"
+    graph = ["--call-graph", args.call_graph] if args.call_graph else []
     proc = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(FREQ),
-                           "-o", data, "--", first] + argv + rest,
+                           *graph, "-o", data, "--", first] + argv + rest,
                           cwd=build["cwd"], env=env, capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"bench/cpu-split.py: the {mode} link failed:\n{proc.stderr}")
@@ -123,6 +128,11 @@ def main():
     p.add_argument("--jobs", type=int, default=2, help="threads or workers (default: 2)")
     p.add_argument("--link-dir", default="/dev/shm/cpu-split",
                    help="where the outputs and the engines' files go (default: %(default)s)")
+    p.add_argument("--call-graph", metavar="HOW",
+                   help="record call graphs too (perf record --call-graph HOW: dwarf, "
+                        "since Debian's libraries keep no frame pointers), to read one "
+                        "process's with perf report -i LINK_DIR/perf-MODE-ROUND.data "
+                        "--comm NAME -G; the data grow to gigabytes")
     add_replay_options(p, SRC_ROOT)
     p.add_argument("--local-py", default=os.path.join(SRC_ROOT, "utils/dtlto/local.py"),
                    help="the distributor of the native mode (default: %(default)s)")
