@@ -725,8 +725,14 @@ def add_replay_options(parser, src_root):
     parser.add_argument("--gen-module-scale", type=float, default=0.1,
                         help="the module scale of a generated program (default: %(default)s)")
     add_cache_option(parser)
-    parser.add_argument("--ld-lld", default=os.path.join(src_root, "build/bin/ld.lld"))
+    parser.add_argument("--ld-lld", default=os.path.join(src_root, "build/bin/ld.lld"),
+                        help="our linker (default: %(default)s); builtin:local runs the "
+                             "dtlto-plugin-host and dtlto-backend beside it")
     parser.add_argument("--dtlto-backend",
-                        default=os.path.join(src_root, "build/bin/dtlto-backend"))
+                        default=os.path.join(src_root, "build/bin/dtlto-backend"),
+                        help="the remote compiler of the native modes (default: "
+                             "%(default)s); not builtin:local's: to compare two backends "
+                             "there, give --ld-lld in a copy of build/bin that holds the "
+                             "other one")
     parser.add_argument("--stock-ld-lld", default="/usr/lib/llvm-22/bin/ld.lld",
                         help="LLVM 22's own linker, to compare with (default: %(default)s)")
