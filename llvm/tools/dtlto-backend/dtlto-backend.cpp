@@ -54,9 +54,9 @@
 #include "llvm/Support/raw_ostream.h"
 #include <cerrno>
 #include <chrono>
-#include <optional>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <poll.h>
 #include <string>
 #include <unistd.h>
@@ -226,8 +226,9 @@ static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef Path,
   sys::fs::closeFile(*FD);
   if (!EC)
     return std::make_unique<MappedFile>(std::move(Region), Path);
-  // Out of mappings (vm.max_map_count, with a large DTLTO_BACKEND_CACHE_MIB
-  // of small files): read it as LLVM does.
+  // Not a file that maps (a directory), or out of mappings (vm.max_map_count,
+  // with a large DTLTO_BACKEND_CACHE_MIB of small files): read it as LLVM
+  // does, which also names what is wrong.
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(
       Path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!Buf)

@@ -1,7 +1,10 @@
 """Drives one dtlto-backend --batch worker for backend.test's CACHE case: m1's
 job (the worker opens m1.o), then m1.o moved away, then hub's job, which
 imports from m1. A worker that kept m1.o needs no file; one that dropped it
-cannot read it. Prints both replies; puts m1.o back.
+cannot read it. Prints both replies; puts m1.o back. After m1's job it also
+prints whether m1.o is mapped into the worker (kept files are mapped, not
+read into the heap) and the names of the worker's threads (the job ran on a
+job thread of its own, named as the worker).
 
   cache_drive.py BACKEND CONFIG DIR   (DIR: the kept shards)
 """
@@ -30,7 +33,23 @@ def run(args):
     print(w.stdout.readline().decode().strip())
 
 
+def mapped(name):
+    with open(f"/proc/{w.pid}/maps") as f:
+        return any(line.rstrip("\n").endswith("/" + name) for line in f)
+
+
+def threads():
+    names = []
+    for task in os.listdir(f"/proc/{w.pid}/task"):
+        with open(f"/proc/{w.pid}/task/{task}/comm") as f:
+            names.append(f.read().strip())
+    return " ".join(sorted(names))
+
+
 run(job("m1", "m1.cache"))
+# The worker now waits for its next line: what it holds stays put.
+print(f"m1.o mapped: {'yes' if mapped('m1.o') else 'no'}")
+print(f"threads: {threads()}")
 os.rename("m1.o", "m1.o.away")
 try:
     run(job("hub", "hub.cache"))
