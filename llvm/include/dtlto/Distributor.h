@@ -11,6 +11,7 @@
 #define DTLTO_DISTRIBUTOR_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <functional>
@@ -89,8 +90,12 @@ public:
   /// channel stays open until the distributor exits: cancels may follow
   /// the end of the jobs. Body (the plugin host's bytes after a line, then
   /// a newline) is sent from where it is, not copied: its memory must stay
-  /// until this object is destroyed.
-  void send(std::string Line, std::vector<llvm::StringRef> Body = {});
+  /// until this object is destroyed, unless it is in Owned. Owned is memory
+  /// that only this line needs (a job's index shard): it is freed once the
+  /// line is written. Body may point into it: moving a SmallString<0> that
+  /// holds bytes keeps them where they are.
+  void send(std::string Line, std::vector<llvm::StringRef> Body = {},
+            llvm::SmallString<0> Owned = {});
 
   bool exited() const;
   /// Once exited(): success for exit status 0, else what went wrong.

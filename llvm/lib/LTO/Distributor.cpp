@@ -274,10 +274,12 @@ struct DistributorProcess::Impl {
 
   mutable std::mutex Mu;
   std::condition_variable Changed;
-  /// A line of the job channel not written yet, and the bytes after it.
+  /// A line of the job channel not written yet, the bytes after it, and
+  /// those of them that go with it once written.
   struct Outgoing {
     std::string Line;
     std::vector<StringRef> Body;
+    SmallString<0> Owned;
   };
   std::deque<Outgoing> Outbox;
   bool OutboxClosed = false;
@@ -709,13 +711,14 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
       new DistributorProcess(std::move(I)));
 }
 
-void DistributorProcess::send(std::string Line, std::vector<StringRef> Body) {
+void DistributorProcess::send(std::string Line, std::vector<StringRef> Body,
+                              SmallString<0> Owned) {
   Line += '\n';
   {
     std::lock_guard<std::mutex> Lock(I->Mu);
     if (I->OutboxClosed)
       return;
-    I->Outbox.push_back({std::move(Line), std::move(Body)});
+    I->Outbox.push_back({std::move(Line), std::move(Body), std::move(Owned)});
   }
   I->Changed.notify_all();
 }
