@@ -55,6 +55,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <poll.h>
@@ -525,20 +526,28 @@ static Error loadConfig(Link &L, StringRef ConfigName, StringRef Text) {
 // plugin starts another.
 
 namespace {
-/// Standard input, read in lines and runs of bytes.
+/// Standard input, read in lines and runs of bytes. Only a line passes
+/// through Buf; a run of bytes goes straight where it is kept, so that a
+/// module is copied once, and Buf never holds more than a read's worth
+/// past the line taken last (the plugin writes the next job while this
+/// one runs, so Buf is rarely empty when it is read into).
 class Input {
   std::string Buf;
   size_t Pos = 0;
-  bool fill() {
-    if (Pos == Buf.size()) {
-      Buf.clear();
-      Pos = 0;
-    }
-    char Chunk[1 << 16];
-    ssize_t N;
+
+  static ssize_t readSome(char *To, size_t N) {
+    ssize_t Got;
     do
-      N = ::read(0, Chunk, sizeof(Chunk));
-    while (N < 0 && errno == EINTR);
+      Got = ::read(0, To, N);
+    while (Got < 0 && errno == EINTR);
+    return Got;
+  }
+
+  bool fill() {
+    Buf.erase(0, Pos);
+    Pos = 0;
+    char Chunk[1 << 16];
+    ssize_t N = readSome(Chunk, sizeof(Chunk));
     if (N <= 0)
       return false;
     Buf.append(Chunk, N);
@@ -558,12 +567,18 @@ public:
         return false;
     }
   }
-  bool bytes(size_t N, std::string &Out) {
-    while (Buf.size() - Pos < N)
-      if (!fill())
+  /// The next N bytes, into To: what Buf has of them, then the rest read
+  /// into To itself.
+  bool bytes(char *To, size_t N) {
+    size_t Have = std::min(N, Buf.size() - Pos);
+    memcpy(To, Buf.data() + Pos, Have);
+    Pos += Have;
+    while (Have < N) {
+      ssize_t Got = readSome(To + Have, N - Have);
+      if (Got <= 0)
         return false;
-    Out = Buf.substr(Pos, N);
-    Pos += N;
+      Have += Got;
+    }
     return true;
   }
 };
@@ -585,8 +600,10 @@ static int runMemoryWorker() {
   const json::Object *H = Head ? Head->getAsObject() : nullptr;
   if (!Head)
     consumeError(Head.takeError());
-  if (!H || !H->getInteger("config") ||
-      !In.bytes(*H->getInteger("config"), Config))
+  std::optional<int64_t> ConfigSize = H ? H->getInteger("config") : std::nullopt;
+  if (ConfigSize && *ConfigSize >= 0)
+    Config.resize(*ConfigSize);
+  if (!ConfigSize || *ConfigSize < 0 || !In.bytes(Config.data(), Config.size()))
     return die(fail("--memory: the first message must be "
                     "{\"config\": C} and its bytes"));
   Link L;
@@ -608,7 +625,7 @@ static int runMemoryWorker() {
         if (std::optional<StringRef> N = Name.getAsString())
           L.Files.erase(*N);
     // (name, bytes); no bytes for a module the worker holds.
-    std::vector<std::pair<std::string, std::optional<std::string>>> Files;
+    std::vector<std::pair<std::string, std::unique_ptr<MemoryBuffer>>> Files;
     for (const json::Value &F : *Inputs) {
       const json::Object *FO = F.getAsObject();
       std::optional<StringRef> Name = FO ? FO->getString("name") : std::nullopt;
@@ -620,12 +637,15 @@ static int runMemoryWorker() {
           return die(fail("--memory: the job names '" + *Name +
                           "' as held, but this worker does not hold it (it "
                           "was never sent, or was dropped)"));
-        Files.emplace_back(Name->str(), std::nullopt);
+        Files.emplace_back(Name->str(), nullptr);
         continue;
       }
       int64_t Size = FO ? FO->getInteger("size").value_or(-1) : -1;
-      std::string Data;
-      if (!Name || Size < 0 || !In.bytes(Size, Data))
+      std::unique_ptr<WritableMemoryBuffer> Data =
+          Name && Size >= 0
+              ? WritableMemoryBuffer::getNewUninitMemBuffer(Size, *Name)
+              : nullptr;
+      if (!Data || !In.bytes(Data->getBufferStart(), Size))
         return die(fail("--memory: an input without its name, size or "
                         "bytes"));
       Files.emplace_back(Name->str(), std::move(Data));
@@ -641,7 +661,7 @@ static int runMemoryWorker() {
       const std::string &Name = Files[I].first;
       if (cachedFile(L, Name))
         continue; // held, or sent twice
-      auto Buf = MemoryBuffer::getMemBufferCopy(*Files[I].second, Name);
+      std::unique_ptr<MemoryBuffer> Buf = std::move(Files[I].second);
       Expected<BitcodeModule> BM = lto::findThinLTOModule(*Buf);
       if (!BM) {
         E = joinErrors(std::move(E),
@@ -656,7 +676,7 @@ static int runMemoryWorker() {
       const std::string &ShardName = Files[1].first; // never held
       E = onJobThread([&]() -> Error {
         Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
-            getModuleSummaryIndex(MemoryBufferRef(*Files[1].second, ShardName));
+            getModuleSummaryIndex(Files[1].second->getMemBufferRef());
         if (!Shard)
           return fail("cannot read the index shard '" + ShardName +
                       "': " + toString(Shard.takeError()));
