@@ -155,7 +155,14 @@ enum {
    * and removes them when the job is final. */
   DTLTO_PLUGIN_INPUT_FILES = 1u << 0,
   /* The plugin may leave objects at dtlto_job.output_path. */
-  DTLTO_PLUGIN_OUTPUT_FILES = 1u << 1
+  DTLTO_PLUGIN_OUTPUT_FILES = 1u << 1,
+  /* The plugin runs jobs as they come, without waiting for end_of_jobs. The
+   * host may then hold jobs back in the linker while the jobs it has
+   * submitted and that are not yet final hold more than
+   * DTLTO_PLUGIN_QUEUE_MIB of inputs (default 64), so that the host's
+   * memory follows the plugin's pace, not the link's size. Without it, every
+   * job is submitted as soon as the engine hands it over. */
+  DTLTO_PLUGIN_PACED = 1u << 2
 };
 
 /* What a plugin is. Every function pointer is required. */

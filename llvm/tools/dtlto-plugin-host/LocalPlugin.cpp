@@ -193,6 +193,7 @@ struct Session {
   // For --verbose: what crossed the workers' pipes.
   std::atomic<uint64_t> Jobs{0}, ModulesSent{0}, ModulesHeld{0},
       BytesSent{0};
+  size_t MostQueued = 0; // under Mu: the host paces what it submits
 
   void runSlot(unsigned K);
   /// Queues J (under Mu).
@@ -222,6 +223,7 @@ void Session::push(const dtlto_job *J) {
   Queue.push_back({J->input_bytes, J->id, J});
   std::push_heap(Queue.begin(), Queue.end(), runsLater);
   Live.insert(J->id);
+  MostQueued = std::max<size_t>(MostQueued, Live.size());
 }
 
 const dtlto_job *Session::take(unsigned K, bool Wait) {
@@ -606,14 +608,17 @@ void closeLocal(void *Ptr) {
     raw_string_ostream(Msg)
         << S->Jobs << " jobs on " << S->Slots.size() << " worker slots: "
         << S->ModulesSent << " modules sent, " << S->ModulesHeld
-        << " named as held, " << S->BytesSent << " bytes written";
+        << " named as held, " << S->BytesSent << " bytes written, at most "
+        << S->MostQueued << " jobs queued";
     S->Engine->log(S->Engine->ctx, Msg.c_str());
   }
   delete S;
 }
 
+// Paced: a slot takes the largest job queued, so a queue of some thousand
+// jobs orders them as well as the whole link's would.
 const dtlto_plugin LocalPlugin = {DTLTO_PLUGIN_ABI_VERSION,
-                                  0,
+                                  DTLTO_PLUGIN_PACED,
                                   "local",
                                   openLocal,
                                   submitLocal,

@@ -71,9 +71,18 @@ struct Host {
   DenseMap<uint64_t, std::unique_ptr<HostJob>> JobsById;
   std::vector<uint64_t> Finals; // reported final, not yet freed
   bool EndSeen = false;
+
+  // A paced plugin (DTLTO_PLUGIN_PACED): while the frames of the jobs in
+  // JobsById hold more than QueueBudget bytes, the job channel is not read,
+  // and the engine keeps the jobs after them (by reference: it holds their
+  // modules anyway). 0: not paced.
+  uint64_t QueueBudget = 0;
+  uint64_t QueueBytes = 0; // host thread only
+  bool queueFull() const { return QueueBudget && QueueBytes > QueueBudget; }
   int ExitCode = 0; // what a failure ends the run with
 
   bool load(StringRef Spec);
+  bool setQueueBudget();
   bool run();
   /// Says what went wrong; the run ends with Code.
   bool fail(int Code, const Twine &Msg);
@@ -248,6 +257,21 @@ bool Host::load(StringRef Spec) {
   return true;
 }
 
+// DTLTO_PLUGIN_QUEUE_MIB, for a paced plugin.
+bool Host::setQueueBudget() {
+  if (!(Plugin->flags & DTLTO_PLUGIN_PACED))
+    return true;
+  const char *Text = getenv("DTLTO_PLUGIN_QUEUE_MIB");
+  uint64_t MiB = 64;
+  if (Text && (StringRef(Text).getAsInteger(10, MiB) || MiB == 0 ||
+               MiB >= (uint64_t(1) << 40)))
+    return fail(1, "DTLTO_PLUGIN_QUEUE_MIB='" + Twine(Text) +
+                       "' is not a size in MiB (a whole number, at least 1: "
+                       "how much of the jobs' inputs the plugin may hold)");
+  QueueBudget = MiB << 20;
+  return true;
+}
+
 // Reads what the job channel has; false at its end.
 bool Host::readMore() {
   char Buf[1 << 16];
@@ -384,6 +408,7 @@ bool Host::submit(const json::Object &O, std::string Frame, size_t LineEnd) {
   J->Job.output_path = J->Output.c_str();
   J->Job.input_bytes = O.getInteger("input_bytes").value_or(0);
   const dtlto_job *Job = &J->Job;
+  QueueBytes += J->Frame.size();
   {
     std::lock_guard<std::mutex> Lock(Mu);
     JobsById[Id] = std::move(J);
@@ -406,9 +431,11 @@ void Host::freeFinals() {
     }
     Finals.clear();
   }
-  for (const std::unique_ptr<HostJob> &J : Gone)
+  for (const std::unique_ptr<HostJob> &J : Gone) {
+    QueueBytes -= J->Frame.size();
     for (const std::string &F : J->Written)
       sys::fs::remove(F);
+  }
 }
 
 bool Host::allFinal() {
@@ -422,8 +449,9 @@ bool Host::run() {
     freeFinals();
     if (EndSeen && allFinal())
       break;
-    // Frames complete in Pending.
-    for (;;) {
+    // Frames complete in Pending. A full queue leaves them there, and the
+    // cancels and the end behind them: those come in the engine's order.
+    while (!queueFull()) {
       size_t NL = Pending.find('\n');
       if (NL == std::string::npos)
         break;
@@ -467,7 +495,9 @@ bool Host::run() {
     }
     if (EndSeen && allFinal())
       continue;
-    struct pollfd P[2] = {{Jobs, POLLIN, 0}, {Wake[0], POLLIN, 0}};
+    // A full queue waits for a job to become final (poll skips fd -1).
+    struct pollfd P[2] = {{queueFull() ? -1 : Jobs, POLLIN, 0},
+                          {Wake[0], POLLIN, 0}};
     if (poll(P, 2, -1) < 0) {
       if (errno == EINTR)
         continue;
@@ -498,7 +528,7 @@ int runPluginHost(const PluginHostSetup &Setup) {
     H.fail(1, Twine("pipe: ") + strerror(errno));
     return H.ExitCode;
   }
-  if (!H.load(Setup.Plugin))
+  if (!H.load(Setup.Plugin) || !H.setQueueBudget())
     return H.ExitCode;
   bool Done = H.run();
   // A session ends with close, whatever ended it; then nothing the plugin
