@@ -11,6 +11,7 @@
 #define DTLTO_DISTRIBUTOR_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/FunctionExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -96,6 +97,14 @@ public:
   /// holds bytes keeps them where they are.
   void send(std::string Line, std::vector<llvm::StringRef> Body = {},
             llvm::SmallString<0> Owned = {});
+  /// The same for a frame whose line is made from its Body when it is
+  /// written: a paced plugin host (DTLTO_PLUGIN_PACED) leaves most of a
+  /// large link's frames waiting here, and their lines would take a
+  /// kilobyte each meanwhile.
+  using LineMaker = llvm::unique_function<std::string(
+      llvm::ArrayRef<llvm::StringRef> Body)>;
+  void sendFrame(LineMaker MakeLine, std::vector<llvm::StringRef> Body,
+                 llvm::SmallString<0> Owned);
 
   bool exited() const;
   /// Once exited(): success for exit status 0, else what went wrong.

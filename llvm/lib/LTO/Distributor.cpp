@@ -274,13 +274,15 @@ struct DistributorProcess::Impl {
 
   mutable std::mutex Mu;
   std::condition_variable Changed;
-  /// A line of the job channel not written yet, the bytes after it, and
-  /// those of them that go with it once written.
+  /// A line of the job channel not written yet (or what makes it), the
+  /// bytes after it, and those of them that go with it once written.
   struct Outgoing {
     std::string Line;
     std::vector<StringRef> Body;
     SmallString<0> Owned;
+    LineMaker MakeLine;
   };
+  void queue(Outgoing Msg);
   std::deque<Outgoing> Outbox;
   bool OutboxClosed = false;
   bool Stopping = false;
@@ -408,6 +410,8 @@ void DistributorProcess::Impl::writeJobs() {
       Msg = std::move(Outbox.front());
       Outbox.pop_front();
     }
+    if (Msg.MakeLine)
+      Msg.Line = Msg.MakeLine(Msg.Body) + '\n';
     std::vector<iovec> Iov;
     auto Add = [&](StringRef Bytes) {
       if (!Bytes.empty())
@@ -711,16 +715,25 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
       new DistributorProcess(std::move(I)));
 }
 
+void DistributorProcess::Impl::queue(Outgoing Msg) {
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (OutboxClosed)
+      return;
+    Outbox.push_back(std::move(Msg));
+  }
+  Changed.notify_all();
+}
+
 void DistributorProcess::send(std::string Line, std::vector<StringRef> Body,
                               SmallString<0> Owned) {
-  Line += '\n';
-  {
-    std::lock_guard<std::mutex> Lock(I->Mu);
-    if (I->OutboxClosed)
-      return;
-    I->Outbox.push_back({std::move(Line), std::move(Body), std::move(Owned)});
-  }
-  I->Changed.notify_all();
+  I->queue({std::move(Line) + '\n', std::move(Body), std::move(Owned), {}});
+}
+
+void DistributorProcess::sendFrame(LineMaker MakeLine,
+                                   std::vector<StringRef> Body,
+                                   SmallString<0> Owned) {
+  I->queue({{}, std::move(Body), std::move(Owned), std::move(MakeLine)});
 }
 
 bool DistributorProcess::exited() const {

@@ -1012,10 +1012,14 @@ void OutOfProcessBackend::handOver(JobState &State) {
   }
   ExtraScope Scope(Compat, "DTLTO hand job over", State.J.ModuleID);
   std::vector<StringRef> Contents;
+  SmallString<0> Shard;
   if (Plugin) {
     // The bitcode the linker has in memory (archive members included: no
-    // copies are written), and the shard.
-    Contents = {moduleBytes(State.J.ModuleID), State.Shard};
+    // copies are written), and the shard: an exact copy, since it may
+    // wait long for a paced host, and it grew by doubling.
+    Shard = State.Shard.str();
+    State.Shard = SmallString<0>();
+    Contents = {moduleBytes(State.J.ModuleID), Shard};
     for (const std::string &M : State.J.ImportedFrom)
       Contents.push_back(moduleBytes(M));
   } else {
@@ -1038,9 +1042,14 @@ void OutOfProcessBackend::handOver(JobState &State) {
   // where they are (the linker's buffers and mapped files, which outlive
   // Farm), and the shard goes with the frame: freed once written, it is not
   // held for the rest of the link (30,000 jobs' shards are 20 to 130 MB).
+  // The line is made when the frame is written; the job's fields no longer
+  // change.
   Lock.unlock();
-  std::string Line = jobFrameLine(State.Id, State.J, Contents);
-  Farm->send(std::move(Line), std::move(Contents), std::move(State.Shard));
+  Farm->sendFrame(
+      [&State](ArrayRef<StringRef> Body) {
+        return jobFrameLine(State.Id, State.J, Body);
+      },
+      std::move(Contents), std::move(Shard));
 }
 
 // One line of the event channel, on the distributor's reader thread.
