@@ -44,39 +44,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from benchlib import BenchError, doc_parser  # noqa: E402
+from benchlib import doc_parser  # noqa: E402
 from benchlib.elfdiff import sha256 as sha  # noqa: E402
-from benchlib.generate import add_replay_options, is_generated_name, require_generated  # noqa: E402
-from plugin import find_build  # noqa: E402
+from benchlib.generate import add_replay_options  # noqa: E402
+from benchlib.replay import MODES, find_program, mode_argv, mode_env  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
 FREQ = 999  # samples a second per CPU
-
-
-def find_program(args):
-    """The recorded build of args.program: a generated one (gen<N>) of
-    args.gen_module_scale, else bench/plugin.py's lookup."""
-    if is_generated_name(args.program):
-        try:
-            return require_generated(args.cache, args.program, args.gen_module_scale)
-        except BenchError as e:
-            sys.exit(f"bench/cpu-split.py: {e}")
-    return find_build(args.cache, args.program)
-
-
-MODES = ("inproc", "native", "plugin", "inlinker", "prefed")
-
-
-def mode_argv(mode, args, plugin="builtin:local"):
-    if mode == "inproc":
-        return [args.stock_ld_lld, f"--thinlto-jobs={args.jobs}"]
-    dist = ([plugin] if mode in ("plugin", "inlinker") else
-            [args.python, os.path.join(HERE, "benchlib", "prefeddist.py")] if mode == "prefed"
-            else [args.python, args.local_py])
-    dist.append(f"--jobs={args.jobs}")
-    return ([args.ld_lld, f"--thinlto-jobs={args.jobs}", f"--thinlto-distributor={dist[0]}"]
-            + [f"--thinlto-distributor-arg={a}" for a in dist[1:]]
-            + [f"--thinlto-remote-compiler={args.dtlto_backend}"])
 
 
 def group(mode, comm):
@@ -106,11 +80,7 @@ def link(build, mode, out, data, args, plugin="builtin:local"):
     argv = list(build["args"])
     argv[argv.index("-o") + 1] = out
     first, *rest = mode_argv(mode, args, plugin)
-    env = dict(os.environ, DTLTO_LOCAL_JOBS="0", DTLTO_LOCAL_FALLBACK="0")
-    if mode == "prefed":
-        env["DTLTO_STREAM"] = "0"
-    if mode == "inlinker":
-        env["DTLTO_PLUGIN_IN_PROCESS"] = "1"
+    env = mode_env(mode)
     graph = ["--call-graph", args.call_graph] if args.call_graph else []
     proc = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(FREQ),
                            *graph, "-o", data, "--", first] + argv + rest,
@@ -159,7 +129,7 @@ def main():
             runs += [(mode, f"{mode}#{i}", x) for i, x in enumerate(plugins, 1)]
         else:
             runs.append((mode, mode, "builtin:local"))
-    build = find_program(args)
+    build = find_program(args, "bench/cpu-split.py")
     if not shutil.which("perf"):
         sys.exit("bench/cpu-split.py: needs perf: apt-get install linux-perf")
     os.makedirs(args.link_dir, exist_ok=True)

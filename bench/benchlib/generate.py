@@ -718,16 +718,26 @@ def require_generated(cache, name, module_scale):
     return build
 
 
-def add_replay_options(parser, src_root):
+def add_replay_options(parser, src_root, several_linkers=False):
     """The options of the scripts that replay a prepared program's recorded
     link with our tools and LLVM 22's (bench/cpu-split.py, bench/engine-replay.py,
-    bench/job-cpu.py, bench/upto.py)."""
+    bench/job-cpu.py, bench/peak-rss.py, bench/upto.py). With several_linkers,
+    --ld-lld may be repeated, each PATH[,NAME=VALUE...], and is a list (None
+    when not given)."""
     parser.add_argument("--gen-module-scale", type=float, default=0.1,
                         help="the module scale of a generated program (default: %(default)s)")
     add_cache_option(parser)
-    parser.add_argument("--ld-lld", default=os.path.join(src_root, "build/bin/ld.lld"),
-                        help="our linker (default: %(default)s); builtin:local runs the "
-                             "dtlto-plugin-host and dtlto-backend beside it")
+    ours = os.path.join(src_root, "build/bin/ld.lld")
+    if several_linkers:
+        parser.add_argument("--ld-lld", action="append", metavar="PATH[,NAME=VALUE...]",
+                            help=f"our linker, and environment settings for its links; "
+                                 f"repeat to compare builds (default: {ours}); "
+                                 "builtin:local runs the dtlto-plugin-host and "
+                                 "dtlto-backend beside it")
+    else:
+        parser.add_argument("--ld-lld", default=ours,
+                            help="our linker (default: %(default)s); builtin:local runs the "
+                                 "dtlto-plugin-host and dtlto-backend beside it")
     parser.add_argument("--dtlto-backend",
                         default=os.path.join(src_root, "build/bin/dtlto-backend"),
                         help="the remote compiler of the native modes (default: "
