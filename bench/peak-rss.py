@@ -16,6 +16,7 @@ dtlto-plugin-host and dtlto-backend beside each linker, and so does native
 (--dtlto-backend is ignored here). No time is measured: bench/run.py does.
 """
 
+import argparse
 import os
 import sys
 
@@ -69,11 +70,13 @@ def main():
     log = os.path.join(args.link_dir, "link.log")
 
     def link(mode, linker, env, out):
-        args.ld_lld = linker
-        args.dtlto_backend = os.path.join(os.path.dirname(linker), "dtlto-backend")
+        # This build's linker, and the dtlto-backend beside it.
+        tools = argparse.Namespace(**dict(
+            vars(args), ld_lld=linker,
+            dtlto_backend=os.path.join(os.path.dirname(linker), "dtlto-backend")))
         argv = list(build["args"])
         argv[argv.index("-o") + 1] = out
-        first, *rest = mode_argv(mode, args)
+        first, *rest = mode_argv(mode, tools)
         m = run_link([first] + argv + rest, build["cwd"], dict(mode_env(mode), **env),
                      log, log + ".err")
         if m["returncode"]:

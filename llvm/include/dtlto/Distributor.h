@@ -89,18 +89,17 @@ public:
 
   /// Streaming: one line on the job channel (the newline is added). The
   /// channel stays open until the distributor exits: cancels may follow
-  /// the end of the jobs. Body (the plugin host's bytes after a line, then
-  /// a newline) is sent from where it is, not copied: its memory must stay
-  /// until this object is destroyed, unless it is in Owned. Owned is memory
-  /// that only this line needs (a job's index shard): it is freed once the
-  /// line is written. Body may point into it: moving a SmallString<0> that
-  /// holds bytes keeps them where they are.
-  void send(std::string Line, std::vector<llvm::StringRef> Body = {},
-            llvm::SmallString<0> Owned = {});
-  /// The same for a frame whose line is made from its Body when it is
-  /// written: a paced plugin host (DTLTO_PLUGIN_PACED) leaves most of a
-  /// large link's frames waiting here, and their lines would take a
-  /// kilobyte each meanwhile.
+  /// the end of the jobs.
+  void send(std::string Line);
+  /// A plugin host's job frame: its line, then Body, then a newline. The
+  /// line is made from Body when the frame is written: a paced plugin host
+  /// (DTLTO_PLUGIN_PACED) leaves most of a large link's frames waiting
+  /// here, and their lines would take a kilobyte each meanwhile. Body is
+  /// sent from where it is, not copied: its memory must stay until this
+  /// object is destroyed, unless it is in Owned. Owned is memory that only
+  /// this frame needs (the job's index shard): it is freed once the frame
+  /// is written. Body may point into it: moving a SmallString<0> that holds
+  /// bytes keeps them where they are.
   using LineMaker = llvm::unique_function<std::string(
       llvm::ArrayRef<llvm::StringRef> Body)>;
   void sendFrame(LineMaker MakeLine, std::vector<llvm::StringRef> Body,

@@ -725,9 +725,8 @@ void DistributorProcess::Impl::queue(Outgoing Msg) {
   Changed.notify_all();
 }
 
-void DistributorProcess::send(std::string Line, std::vector<StringRef> Body,
-                              SmallString<0> Owned) {
-  I->queue({std::move(Line) + '\n', std::move(Body), std::move(Owned), {}});
+void DistributorProcess::send(std::string Line) {
+  I->queue({std::move(Line) + '\n', {}, {}, {}});
 }
 
 void DistributorProcess::sendFrame(LineMaker MakeLine,
