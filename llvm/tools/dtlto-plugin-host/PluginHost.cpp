@@ -495,8 +495,10 @@ bool Host::run() {
     }
     if (EndSeen && allFinal())
       continue;
-    // A full queue waits for a job to become final (poll skips fd -1).
-    struct pollfd P[2] = {{queueFull() ? -1 : Jobs, POLLIN, 0},
+    // A full queue reads no job and waits for one to become final; poll
+    // still reports the engine hanging up.
+    bool Full = queueFull();
+    struct pollfd P[2] = {{Jobs, Full ? short(0) : short(POLLIN), 0},
                           {Wake[0], POLLIN, 0}};
     if (poll(P, 2, -1) < 0) {
       if (errno == EINTR)
@@ -507,10 +509,12 @@ bool Host::run() {
       char Buf[256];
       (void)!read(Wake[0], Buf, sizeof(Buf));
     }
-    if (P[0].revents && !readMore()) {
+    if (P[0].revents && (Full || !readMore())) {
       // The engine keeps the job channel open until we are done (cancels
       // may follow the end): closed earlier, it is stopping, and wants
-      // nothing more. In the linker this is how it stops us.
+      // nothing more. In the linker this is how it stops us, and a full
+      // queue must hear it too: its jobs may never end (a hung worker),
+      // and the plugin's close is what stops their processes.
       ExitCode = 1;
       return false;
     }
