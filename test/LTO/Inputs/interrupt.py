@@ -20,7 +20,11 @@ import signal
 import subprocess
 import sys
 
-from procs import report, wait_for
+from procs import report
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Inputs"))
+import procfs  # noqa: E402
 
 
 def main():
@@ -43,8 +47,8 @@ def main():
 
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             preexec_fn=dispositions)
-    if not wait_for(lambda: os.path.exists(args.marker) or proc.poll() is not None,
-                    args.timeout):
+    if not procfs.wait_until(lambda: os.path.exists(args.marker) or proc.poll() is not None,
+                              args.timeout):
         proc.kill()
         sys.exit(f"interrupt.py: {args.marker} did not appear in {args.timeout} s")
     if proc.poll() is not None:

@@ -4,38 +4,24 @@
 
 PIDFILE holds pids, space-separated (hang_dist.py writes its own and its
 child's). Prints "pid <i>: gone|alive" for each, after giving it up to 10 s
-to go. interrupt.py uses the same functions.
+to go. interrupt.py uses report() too.
 """
+import os
 import sys
-import time
 
-
-def wait_for(predicate, timeout):
-    """Polls predicate until it holds (True) or timeout seconds pass (False)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def gone(pid):
-    # A killed process whose parent has gone stays a zombie until the
-    # container's init reaps it, if ever: a zombie counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError):
-        return True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Inputs"))
+import procfs  # noqa: E402
 
 
 def report(pidfile):
     with open(pidfile, encoding="ascii") as f:
         pids = [int(p) for p in f.read().split()]
     for i, pid in enumerate(pids):
-        state = "gone" if wait_for(lambda: gone(pid), 10) else "alive"
-        print(f"pid {i}: {state}")
+        # A killed process whose parent has gone stays a zombie until the
+        # container's init reaps it, if ever: a zombie counts as gone.
+        gone = procfs.wait_until(lambda: not procfs.alive(pid), 10)
+        print(f"pid {i}: {'gone' if gone else 'alive'}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 SOURCES = os.path.join(HERE, "multi")
 FAULTDIST = os.path.normpath(os.path.join(HERE, "..", "..", "LTO", "faults", "Inputs",
                                           "faultdist.py"))
@@ -363,7 +366,7 @@ def main():
         # mold's parent waits on a pipe its child's descendants hold: a
         # distributor left running keeps the link from ever ending.
         hung = " (the link HUNG: stopped after 120 s)"
-    running = distributor and alive(distributor[0])
+    running = distributor and procfs.alive(distributor[0])
     print(f"interrupted: {'stopped' if distributor else 'NO DISTRIBUTOR SEEN'}, "
           f"exit {'non-zero' if proc.returncode else 0}, left {listing(d) or 0}, "
           f"distributor {'RUNNING' if running or not distributor else 'gone'}{hung}")
@@ -401,14 +404,6 @@ def wait_for_process(root, script):
                 return pid, ppid
         time.sleep(0.05)
     return None
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 if __name__ == "__main__":

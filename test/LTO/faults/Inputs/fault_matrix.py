@@ -16,9 +16,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 PIDS = "late-writers"  # in WORKDIR: faultdist.py's late writers' pids
 
 CASES = [
@@ -42,23 +44,13 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
 def left_behind(outdir, expect):
     # A late writer the linker did not stop writes once the linker is gone:
     # wait until every such writer has died (or written) before looking.
-    deadline = time.monotonic() + 120  # a hang guard only
     writers = [int(n) for n in os.listdir(PIDS)]
-    while any(alive(p) for p in writers):
-        if time.monotonic() > deadline:
-            sys.exit(f"late writers {writers} still running after 120 s")
-        time.sleep(0.02)
+    if not procfs.wait_until(lambda: not any(procfs.alive(p) for p in writers), 120,
+                             step=0.02):  # a hang guard only
+        sys.exit(f"late writers {writers} still running after 120 s")
     for n in os.listdir(PIDS):
         os.remove(os.path.join(PIDS, n))
     return sorted(set(os.listdir(outdir)) - set(expect))

@@ -19,6 +19,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 JOB_FAULTS = ("missing", "empty", "truncated", "wrong-target", "other-module",
               "late", "half-written")
 RUN_FAULTS = ("exit", "crash", "hang")
@@ -51,7 +55,7 @@ def write_late(path, data, pid_dir):
         with open(os.path.join(pid_dir, str(pid)), "w") as f:
             f.write(f"{pid}\n")
         return
-    while os.path.exists(f"/proc/{linker}"):
+    while procfs.exists(linker):
         time.sleep(0.02)
     with open(path, "wb") as f:
         f.write(data)

@@ -14,6 +14,10 @@ import subprocess
 import sys
 import json
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 backend, config, out = sys.argv[1:4]
 
 
@@ -34,16 +38,11 @@ def run(args):
 
 
 def mapped(name):
-    with open(f"/proc/{w.pid}/maps") as f:
-        return any(line.rstrip("\n").endswith("/" + name) for line in f)
+    return any(path.endswith("/" + name) for path in procfs.mapped_paths(w.pid) or [])
 
 
 def threads():
-    names = []
-    for task in os.listdir(f"/proc/{w.pid}/task"):
-        with open(f"/proc/{w.pid}/task/{task}/comm") as f:
-            names.append(f.read().strip())
-    return " ".join(sorted(names))
+    return " ".join(sorted(procfs.thread_names(w.pid) or []))
 
 
 run(job("m1", "m1.cache"))

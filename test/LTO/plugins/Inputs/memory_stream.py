@@ -13,18 +13,22 @@ A worker that keeps what it reads grows by about JOBS x SIZE.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import threading
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 
 def peak_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    sys.exit("memory_stream.py: no VmHWM in /proc/PID/status")
+    kib = procfs.peak_rss_kib(pid)
+    if kib is None:
+        sys.exit("memory_stream.py: no VmHWM in /proc/PID/status")
+    return kib / 1024
 
 
 def main():
