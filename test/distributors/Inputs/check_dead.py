@@ -5,25 +5,20 @@ A process counts as gone when /proc has no entry for it or it is a zombie
 processes that were sent SIGKILL but have not finished dying yet.
 """
 
+import os
 import sys
-import time
 
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Inputs"))
+import procfs  # noqa: E402
 
 
 def main():
     pids = {path: int(open(path).read()) for path in sys.argv[1:]}
-    deadline = time.monotonic() + 120  # a hang guard: returns once all are gone
-    while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    living = [f"{path} ({pid})" for path, pid in pids.items() if alive(pid)]
+    # A hang guard: returns once all are gone.
+    procfs.wait_until(lambda: not any(procfs.alive(pid) for pid in pids.values()), 120,
+                      step=0.02)
+    living = [f"{path} ({pid})" for path, pid in pids.items() if procfs.alive(pid)]
     for entry in living:
         print(f"still running: {entry}")
     print(f"dead: {len(pids) - len(living)} of {len(pids)}")

@@ -50,6 +50,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 WORKER_SRC = ("/usr/src/bazel-bootstrap/src/tools/remote/src/main/java/com/google/"
               "devtools/build/remote/worker")
 SERVER_JAR = "/usr/share/bazel/A-server.jar"
@@ -156,7 +159,7 @@ class Fixture:
     def setup_network(self):
         if libc.unshare(CLONE_NEWNET) != 0:
             raise RuntimeError(f"unshare(CLONE_NEWNET): {os.strerror(ctypes.get_errno())}")
-        self.record["netns"].append(os.readlink("/proc/self/ns/net"))
+        self.record["netns"].append(procfs.net_namespace())
         self.save()
         sh("ip", "link", "set", "lo", "up")
         sh("ip", "link", "add", "br0", "type", "bridge")
@@ -205,13 +208,13 @@ class Fixture:
         self.save()
         try:
             # unshare itself moves into the new network namespace: wait for it.
-            ours = os.readlink("/proc/self/ns/net")
-            deadline = time.monotonic() + 30
-            while os.readlink(f"/proc/{proc.pid}/ns/net") == ours:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"worker w{i}: unshare did not start")
-                time.sleep(0.01)
-            self.record["netns"].append(os.readlink(f"/proc/{proc.pid}/ns/net"))
+            ours = procfs.net_namespace()
+            procfs.wait_until(lambda: procfs.net_namespace(proc.pid) != ours
+                              or proc.poll() is not None, 30)
+            netns = procfs.net_namespace(proc.pid)
+            if netns in (None, ours):
+                raise RuntimeError(f"worker w{i}: unshare did not start")
+            self.record["netns"].append(netns)
             self.save()
             # A fresh name: the veth of a worker just stopped lingers until
             # the kernel has finished destroying its namespace.
@@ -254,12 +257,8 @@ class Fixture:
         proc = self.workers.get(i)
         if proc is None or proc.poll() is not None:
             return None
-        try:
-            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-                kids = f.read().split()
-        except OSError:
-            return None
-        return int(kids[0]) if kids else None
+        kids = procfs.children(proc.pid)
+        return kids[0] if kids else None
 
     def stop_worker(self, i: int, server_only=False):
         """SIGKILL worker i: only its server process (unshare then ends by
@@ -389,70 +388,44 @@ class Fixture:
         return True
 
 
-def zombie(pid: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[-1][:1] == "Z"
-    except OSError:
-        return True
-
-
-def is_ours(record, pid: str) -> bool:
+def is_ours(record, pid: int) -> bool:
     """Does process pid carry our mark, or use our state directory?"""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = f.read().split(b"\0")
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read()
-    except OSError:
+    env, cmd = procfs.environ(pid), procfs.cmdline(pid)
+    if env is None or cmd is None:
         return False
-    state = record["state"].encode()
-    return f"{MARK}=".encode() + state in env or state in cmd
+    state = record["state"]
+    return f"{MARK}={state}".encode() in env or state in "\0".join(cmd)
 
 
 def cmdline(pid: int) -> str:
     """pid's command line, shortened for a report ("" once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            words = f.read().rstrip(b"\0").split(b"\0")
-    except OSError:
-        return ""
-    return f"{pid}: " + " ".join(w.decode(errors="replace") for w in words)[:200]
+    words = procfs.cmdline(pid)
+    return "" if words is None else f"{pid}: " + " ".join(words)[:200]
 
 
 def stray_processes(record) -> list[int]:
     me = os.getpid()
-    return [int(e) for e in os.listdir("/proc")
-            if e.isdigit() and int(e) != me and is_ours(record, e)]
+    return [pid for pid in procfs.pids() if pid != me and is_ours(record, pid)]
 
 
 def leftovers(record, ignore_self=False, wait=10.0) -> list[str]:
     """What of the record still exists (waits a little: namespaces die
     asynchronously after their last process)."""
-    deadline = time.monotonic() + wait
-    while True:
-        found = []
-        me = os.getpid()
-        for pid in record["pids"] + ([] if ignore_self else [record["fixture_pid"]]):
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    if f.read().split(") ")[-1][:1] != "Z":
-                        found.append(f"process {pid}")
-            except OSError:
-                pass
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == me:
-                continue
-            if is_ours(record, entry) and not zombie(entry):
-                found.append(f"process {entry} started by the fixture")
+    found = []
+
+    def none_found():
+        pids = record["pids"] + ([] if ignore_self else [record["fixture_pid"]])
+        now = [f"process {pid}" for pid in pids if procfs.alive(pid)]
+        now += [f"process {pid} started by the fixture" for pid in stray_processes(record)
+                if procfs.alive(pid)]
         if os.path.exists(record["state"]) and not ignore_self:
-            found.append(f"directory {record['state']}")
-        with open("/proc/self/mountinfo") as f:
-            if record["state"] in f.read():
-                found.append(f"a mount under {record['state']}")
-        if not found or time.monotonic() > deadline:
-            return sorted(set(found))
-        time.sleep(0.2)
+            now.append(f"directory {record['state']}")
+        if record["state"] in procfs.mountinfo():
+            now.append(f"a mount under {record['state']}")
+        found[:] = sorted(set(now))
+        return not found
+    procfs.wait_until(none_found, wait, step=0.2)
+    return found
 
 
 def cmd_run(args) -> int:

@@ -35,6 +35,9 @@ import tempfile
 import time
 
 HERE = os.path.abspath(__file__)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 PYTHON = sys.executable or "/usr/bin/python3"
 HIDDEN_FS = "dtlto-hidden"  # tmpfs source name: how check-clean finds our mounts
 PR_SET_PDEATHSIG = 1
@@ -93,30 +96,17 @@ def netns_prefix(netns: str | None) -> list[str]:
     return ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
 
 
-def start_time(pid: int) -> str | None:
-    """The process's start time in ticks, to tell it from a reused pid."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def kill_session(sid: int) -> None:
     """SIGKILL every process of session sid: what a command started in a
     process group of its own (a link's distributor, a job under set -m)
     is still in its session, and would otherwise outlive it, holding
     whatever pipes it inherited."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[3]) == sid:  # after state, ppid, pgrp: session
-                os.kill(int(entry), signal.SIGKILL)
-        except (OSError, IndexError, ValueError):
-            pass
+    for pid in procfs.pids():
+        if procfs.session(pid) == sid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 class Sandbox:
@@ -171,7 +161,7 @@ class Sandbox:
                           stderr=subprocess.STDOUT, env=env, cwd=self.state)
         try:
             self.procs[name] = proc
-            self.record["procs"].append([name, proc.pid, start_time(proc.pid)])
+            self.record["procs"].append([name, proc.pid, procfs.start_time(proc.pid)])
             self._save()
         finally:
             _unblock()
@@ -221,17 +211,21 @@ def remove_stale_netns() -> None:
     listed = sh("ip", "netns", "list", capture_output=True, text=True).stdout.split()
     for name in listed:
         found = re.fullmatch(r"dtlto-(?:ssh|slurm|distcc|icecc)-(\d+)(?:-h\d+)?", name)
-        if found and not os.path.exists(f"/proc/{found[1]}"):
+        if found and not procfs.exists(found[1]):
             sh("ip", "netns", "del", name, check=False, stderr=subprocess.DEVNULL)
 
 
 def wait_gone(procs, timeout: float) -> list:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [p for p in procs if start_time(p[1]) is not None and start_time(p[1]) == p[2]]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.05)
+    """Waits up to timeout seconds for the recorded [name, pid, start time]
+    processes to go; returns those still there (a zombie too: it is there
+    until reaped). A pid whose start time differs is another process."""
+    left = []
+
+    def none_left():
+        left[:] = [p for p in procs if p[2] is not None and procfs.start_time(p[1]) == p[2]]
+        return not left
+    procfs.wait_until(none_left, timeout, step=0.05)
+    return left
 
 
 def run_guarded(body) -> int:
@@ -253,7 +247,7 @@ def run_command(sandbox: Sandbox, argv: list[str], netns: str | None, env: dict,
     proc = _start(full, env=env)
     deadline = time.monotonic() + timeout
     try:
-        sandbox.record["procs"].append(["command", proc.pid, start_time(proc.pid)])
+        sandbox.record["procs"].append(["command", proc.pid, procfs.start_time(proc.pid)])
         sandbox._save()
         _unblock()
         while proc.poll() is None:
@@ -413,9 +407,8 @@ def check_clean(record_path: str) -> int:
     listed = sh("ip", "netns", "list", capture_output=True, text=True).stdout.split()
     problems += [f"network namespace {ns} is left" for ns in record["netns"] if ns in listed]
     problems += [f"directory {d} is left" for d in record["dirs"] if os.path.exists(d)]
-    with open("/proc/self/mountinfo") as f:
-        if any(f" {HIDDEN_FS} " in line for line in f):
-            problems.append("a tmpfs of ours is mounted in this namespace")
+    if f" {HIDDEN_FS} " in procfs.mountinfo():
+        problems.append("a tmpfs of ours is mounted in this namespace")
     for p in problems:
         print(f"check-clean: {p}")
     print("check-clean: " + ("NOT CLEAN" if problems else

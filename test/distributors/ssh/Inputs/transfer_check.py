@@ -8,6 +8,10 @@ import sys
 import tarfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 sys.path.insert(0, sys.argv[1])
 from dtltodist import manifest, paths, transfer  # noqa: E402
 
@@ -143,15 +147,9 @@ with open(pidfile) as f:
     command_pid = int(f.read())
 side.kill()
 side.wait()
-while time.monotonic() < deadline:
-    try:
-        with open(f"/proc/{command_pid}/stat") as f:
-            gone = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError):
-        gone = True  # reaped, between the open and the read or before both
-    if gone:
-        break
-    time.sleep(0.02)
+# A zombie counts as gone (killed, its reaper not ours to wait for).
+gone = procfs.wait_until(lambda: not procfs.alive(command_pid),
+                         deadline - time.monotonic(), step=0.02)
 print("command after the job side was killed:", "gone" if gone else "still running")
 if not gone:
     os.kill(command_pid, 9)
