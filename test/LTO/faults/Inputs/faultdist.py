@@ -55,8 +55,9 @@ def write_late(path, data, pid_dir):
         with open(os.path.join(pid_dir, str(pid)), "w") as f:
             f.write(f"{pid}\n")
         return
-    while procfs.exists(linker):
-        time.sleep(0.02)
+    # Bounded, as every wait in the tests: a linker alive after 10 minutes
+    # has hung, and the matrix reports that on its own.
+    procfs.wait_until(lambda: not procfs.exists(linker), 600, step=0.02)
     with open(path, "wb") as f:
         f.write(data)
     os._exit(0)
