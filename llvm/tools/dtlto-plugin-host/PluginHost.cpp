@@ -190,8 +190,7 @@ void Host::event(uint64_t Id, StringRef Kind, json::Object Extra,
   std::string Line;
   raw_string_ostream OS(Line);
   OS << json::Value(std::move(Extra)) << "\n";
-  if (writeAll(Events, Line))
-    writeAll(Events, Payload);
+  writeAll(Events, {Line, Payload});
 }
 
 void Host::markFinal(uint64_t Id) {
