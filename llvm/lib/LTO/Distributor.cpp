@@ -16,6 +16,7 @@
 #include "dtlto/Distributor.h"
 #include "dtlto/Events.h"
 #include "dtlto/Signals.h"
+#include "dtlto/WriteAll.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -369,36 +370,11 @@ void DistributorProcess::Impl::readEventLines() {
     OnEvent(Pending, "");
 }
 
-// Writes every byte Iov names, false once the other end is gone. A job's
-// bitcode goes from the engine's buffers to the socket: a plugin's frames
-// are not copied on the way (a CPython link hands over hundreds of MB).
-static bool sendAll(int Fd, MutableArrayRef<iovec> Iov) {
-  size_t I = 0;
-  while (I < Iov.size()) {
-    msghdr M = {};
-    M.msg_iov = &Iov[I];
-    M.msg_iovlen = std::min<size_t>(Iov.size() - I, IOV_MAX);
-    ssize_t N = ::sendmsg(Fd, &M, MSG_NOSIGNAL);
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N <= 0)
-      return false;
-    // Past what was written, in the middle of a piece maybe.
-    for (size_t Left = N; Left;) {
-      size_t Take = std::min(Left, Iov[I].iov_len);
-      Iov[I].iov_base = static_cast<char *>(Iov[I].iov_base) + Take;
-      Iov[I].iov_len -= Take;
-      Left -= Take;
-      if (!Iov[I].iov_len)
-        ++I;
-    }
-  }
-  return true;
-}
-
 // The job channel is a socket pair, not a pipe: a write after the
 // distributor is gone is an error (MSG_NOSIGNAL), not a SIGPIPE that would
-// kill the linker.
+// kill the linker. A job's bitcode goes from the engine's buffers to the
+// socket: a plugin's frames are not copied on the way (a CPython link hands
+// over hundreds of MB).
 void DistributorProcess::Impl::writeJobs() {
   for (;;) {
     Outgoing Msg;
@@ -422,7 +398,7 @@ void DistributorProcess::Impl::writeJobs() {
       Add(Bytes);
     if (!Msg.Body.empty())
       Add("\n");
-    if (!sendAll(JobWrite, Iov)) {
+    if (!writeAll(JobWrite, Iov, /*Socket=*/true)) {
       // The distributor closed its end: it takes no more jobs.
       std::lock_guard<std::mutex> Lock(Mu);
       Outbox.clear();

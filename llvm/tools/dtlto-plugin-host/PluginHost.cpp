@@ -11,8 +11,8 @@
 
 #include "dtlto/PluginHost.h"
 #include "LocalPlugin.h"
-#include "WriteAll.h"
 #include "dtlto/Plugin.h"
+#include "dtlto/WriteAll.h"
 #include "dtlto/dtlto-plugin.h"
 
 #include "llvm/ADT/DenseMap.h"
