@@ -41,8 +41,9 @@ no 'custom' compiles; the linker's ThinLTO cache still applies), and every
 bundle is an input of ObjectList('{TARGET}'), compiled as
   dtlto-backend -c "%1" -o "%2"
 here or on a worker, which gets dtlto-backend (and --extra-file files)
-from the tool manifest. dtlto-backend needs LLVM 22's libLLVM.so.22.1 on
-the workers (Debian: libllvm22); with clang as the
+from the tool manifest. dtlto-backend holds LLVM itself; the workers need
+the system libraries it loads (libz3, libxml2, libffi, libedit: Debian's
+libllvm22 brings them all); with clang as the
 remote compiler the bundle runs that clang, at the path the manifest
 names, on the worker. With dtlto-backend as the remote compiler the
 objects are byte-identical to in-process ThinLTO.

@@ -72,6 +72,7 @@ static const char *const Usage =
     "       dtlto-backend --config=<file> --batch\n"
     "       dtlto-backend -c <bundle>|- -o <object>\n"
     "       dtlto-backend --memory\n"
+    "       dtlto-backend --llvm-options\n"
     "\n"
     "Runs ThinLTO backend jobs exactly as in-process ThinLTO runs them in the\n"
     "linker. The engine writes --config once per link and lists it in the\n"
@@ -87,7 +88,9 @@ static const char *const Usage =
     "touched (docs/plugins.md).\n"
     "A worker keeps the module files it has read, up to\n"
     "DTLTO_BACKEND_CACHE_MIB (default 64; 0 keeps none past its job); a --memory\n"
-    "worker keeps what the plugin tells it to, within the same budget.\n";
+    "worker keeps what the plugin tells it to, within the same budget.\n"
+    "--llvm-options lists every option the link's -mllvm options are parsed\n"
+    "against: LLVM's own (it is linked with all of LLVM, as libLLVM.so is).\n";
 
 static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
@@ -970,6 +973,11 @@ int main(int argc, const char **argv) {
     }
     if (A == "--memory")
       return runMemoryWorker();
+    if (A == "--llvm-options") {
+      // LLVM prints its hidden help and exits.
+      const char *Help[] = {"dtlto-backend", "--help-list-hidden"};
+      return cl::ParseCommandLineOptions(2, Help) ? 0 : 1;
+    }
     Args.push_back(A.str());
   }
   Invocation Inv = parseInvocation(Args);
