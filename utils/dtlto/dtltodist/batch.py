@@ -32,7 +32,7 @@ import shlex
 import shutil
 import signal
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from . import cli, paths
 from .manifest import Job, Manifest

@@ -14,7 +14,7 @@ options, and hands the parsed arguments to run():
 import argparse
 import shlex
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from . import manifest as manifest_mod
 from .events import JobFeed

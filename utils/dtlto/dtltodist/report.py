@@ -9,7 +9,6 @@ about each job, the linker is told too, on its event channel (events.py).
 import json
 import os
 import shlex
-import socket
 import sys
 import time
 
@@ -70,6 +69,15 @@ def size_text(nbytes: int) -> str:
             return f"{nbytes:.1f} {unit}"
 
 
+def host_name() -> str:
+    """This machine's name: os.uname's, which socket.gethostname reads too,
+    without importing socket at every start."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket  # Windows
+    return socket.gethostname()
+
+
 def _monotonic_at(at: float | None) -> float:
     """time.monotonic() at the moment time.time() was at; now when at is
     None or not in the past."""
@@ -107,7 +115,7 @@ class Reporter:
         self._line_shown = False
         self.events = Events()
         # Where jobs run unless an engine says (JobResult.where, started()).
-        self.worker = socket.gethostname()
+        self.worker = host_name()
         self._began: dict[int, float] = {}
 
     def elapsed(self, at: float | None = None) -> float:

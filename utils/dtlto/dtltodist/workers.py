@@ -40,14 +40,13 @@ import os
 import select
 import signal
 import subprocess
-import tempfile
 from collections import deque
 
 from .events import JobFeed
 from .manifest import Job, Manifest, dispatch_order
 from .report import EXIT_JOB_FAILED, Reporter, exit_code_for_signal, plural
 from .runner import (JobResult, Slots, check_all_outputs, check_outputs, drop_cancelled,
-                     signal_group, stop_groups, stop_signals_to, take_feed)
+                     signal_group, stop_groups, stop_signals_to, take_feed, unnamed_file)
 
 
 # A worker whose stdout closed has that long to exit before it is killed: a
@@ -90,7 +89,7 @@ class _Worker:
         # stderr to a file: we read what each job added to it, and a worker
         # writing a lot can never block on us. Only the worker moves the
         # file's offset (we pread), so its offset is where its output ends.
-        self.err = tempfile.TemporaryFile()
+        self.err = unnamed_file()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, start_new_session=True)
         self.out = self.proc.stdout.fileno()
