@@ -6,7 +6,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -16,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 
 from dtltodist import cli, paths, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
-from dtltodist.report import EXIT_OK, Reporter, usage_error  # noqa: E402
+from dtltodist.report import EXIT_OK, Reporter, host_name, usage_error  # noqa: E402
 from dtltodist.runner import JobResult, Runner, Slots, run_quick  # noqa: E402
 
 PROG = "slurm.py"
@@ -89,7 +88,7 @@ class Slurm:
         self.args = args
         self.m = m
         self.rep = reporter
-        self.link = f"{socket.gethostname()}.{os.getpid()}"
+        self.link = f"{host_name()}.{os.getpid()}"
         self.name = f"{args.job_name}.{self.link}"
         self.in_allocation = bool(os.environ.get("SLURM_JOB_ID"))
         self.tally = transfer.Tally("node")

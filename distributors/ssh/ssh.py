@@ -6,7 +6,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import sys
 import tempfile
 from collections import Counter
@@ -18,7 +17,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
 from dtltodist import cli, paths, transfer  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
 from dtltodist.hostpool import HostPool  # noqa: E402
-from dtltodist.report import EXIT_JOB_FAILED, EXIT_OK, Reporter, plural, usage_error  # noqa: E402
+from dtltodist.report import (EXIT_JOB_FAILED, EXIT_OK, Reporter, host_name, plural,  # noqa: E402
+                              usage_error)
 from dtltodist.runner import JobResult, Runner, run_quick_all  # noqa: E402
 
 PROG = "ssh.py"
@@ -145,7 +145,7 @@ class SSH:
         self.args = args
         self.m = m
         self.pool = HostPool(hosts)
-        self.link = f"{socket.gethostname()}.{os.getpid()}"
+        self.link = f"{host_name()}.{os.getpid()}"
         self.tally = transfer.Tally("host")
         self.rep: Reporter | None = None
         self.on: dict[int, tuple[Host, int]] = {}  # job -> host and slot of its running attempt
