@@ -113,6 +113,23 @@ def thread_names(pid) -> list[str] | None:
     return [n.decode(errors="replace").strip() for n in names if n is not None]
 
 
+def threads_in_syscall(pid, number: int) -> list[int] | None:
+    """The ids of the process's threads blocked in system call `number`
+    now (x86-64 numbers: 0 is read), from /proc/PID/task/TID/syscall; the
+    main thread's id is pid. None once the process is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    found = []
+    for tid in tasks:
+        data = _read(pid, f"task/{tid}/syscall")
+        fields = data.split() if data else []
+        if fields and fields[0] == str(number).encode():
+            found.append(int(tid))
+    return found
+
+
 def mapped_paths(pid) -> list[str] | None:
     """The path of every file mapping in /proc/PID/maps, one per mapping;
     None once the process is gone."""

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
+#include "KeptMemory.h"
 #include "dtlto/BackendCache.h"
 #include "dtlto/BackendConfig.h"
 #include "dtlto/WriteFile.h"
@@ -102,7 +103,7 @@ struct JobArgs {
 };
 
 /// A module file and the ThinLTO module in it.
-struct ModuleFile {
+struct ModuleFile : dtlto::Kept {
   std::unique_ptr<MemoryBuffer> Buffer;
   BitcodeModule BM;
   uint64_t LastJob = 0; // the last job that used it
@@ -118,7 +119,7 @@ struct Link {
   /// 30,000-module link would otherwise end up holding most of the
   /// program's bitcode (190 MiB a worker at module scale 0.1), so past
   /// CacheBytes the files the longest unused go, between jobs.
-  StringMap<std::unique_ptr<ModuleFile>> Files;
+  StringMap<std::unique_ptr<ModuleFile>, dtlto::KeptAllocator> Files;
   uint64_t FileBytes = 0; // held in Files
   uint64_t CacheBytes = uint64_t(64) << 20;
   uint64_t Job = 0; // jobs begun
@@ -151,7 +152,7 @@ static ModuleFile &keepFile(Link &L, StringRef Name,
                             BitcodeModule BM) {
   L.FileBytes += Buffer->getBufferSize();
   std::unique_ptr<ModuleFile> &F = L.Files[Name];
-  F.reset(new ModuleFile{std::move(Buffer), BM, L.Job});
+  F.reset(new ModuleFile{{}, std::move(Buffer), BM, L.Job});
   return *F;
 }
 
@@ -191,18 +192,28 @@ namespace {
 /// A module file mapped into memory whatever its size. MemoryBuffer::getFile
 /// reads a file of less than four pages into malloc's heap instead; a batch
 /// worker keeps thousands of them between jobs, and there they would pin
-/// the heap the jobs' own memory comes and goes in (onJobThread).
-class MappedFile : public MemoryBuffer {
+/// the heap the jobs' own memory comes and goes in. The object and its name
+/// are kept memory too (KeptMemory.h).
+class MappedFile : public MemoryBuffer, public dtlto::Kept {
   sys::fs::mapped_file_region Region;
-  std::string Name;
+  char *Name;
+  size_t NameSize;
 
 public:
-  MappedFile(sys::fs::mapped_file_region R, StringRef Name)
-      : Region(std::move(R)), Name(Name.str()) {
+  MappedFile(sys::fs::mapped_file_region R, StringRef Path)
+      : Region(std::move(R)), NameSize(Path.size()) {
+    Name = static_cast<char *>(dtlto::KeptMemory::get().allocate(NameSize + 1));
+    memcpy(Name, Path.data(), NameSize);
+    Name[NameSize] = 0;
     init(Region.const_data(), Region.const_data() + Region.size(),
          /*RequiresNullTerminator=*/false);
   }
-  StringRef getBufferIdentifier() const override { return Name; }
+  ~MappedFile() override {
+    dtlto::KeptMemory::get().deallocate(Name, NameSize + 1);
+  }
+  StringRef getBufferIdentifier() const override {
+    return StringRef(Name, NameSize);
+  }
   BufferKind getBufferKind() const override { return MemoryBuffer_MMap; }
 };
 } // namespace
@@ -307,21 +318,24 @@ static Error compileModule(Link &L, StringRef ModuleName,
                           ImportList, Defined, &ModuleMap, L.Conf.CodeGenOnly);
 }
 
-// Runs a job's compile on the worker's job thread and waits for it. glibc
-// gives that thread a malloc arena of its own, so the job's memory, made and
-// freed by the million, stays apart from what the worker keeps between jobs
-// (its held modules, the configuration) on the main thread, as in-process
-// ThinLTO's pool threads keep theirs apart from the linker's inputs. In one
-// arena the two fragmented it: a worker of a 30,000-module link spent twice
-// in-process's time in malloc.
-static Error onJobThread(function_ref<Error()> Compile) {
+// Runs Work on the worker's job thread and waits for it. glibc gives that
+// thread a malloc arena of its own, so the jobs' memory, made and freed by
+// the million, stays apart from what the main thread made: the configuration,
+// and in a --memory worker the modules it holds, copies in the heap. In
+// one arena the two fragmented it: a worker of a 30,000-module link spent
+// twice in-process's time in malloc. A batch worker runs its whole loop
+// there, since handing each job over cost two wake-ups of a thread a job
+// (on this VM, as much as the job's file work): what it keeps between jobs
+// is in no arena (module files mapped, their entries in KeptMemory.h's
+// pages).
+static Error onJobThread(function_ref<Error()> Work) {
   static DefaultThreadPool Pool(hardware_concurrency(1));
   std::optional<Error> Result;
   Pool.async([&] {
     // The pool names it llvm-worker-0; profiles count it as the worker's.
     static std::once_flag Named;
     std::call_once(Named, [] { set_thread_name("dtlto-backend"); });
-    Result.emplace(Compile());
+    Result.emplace(Work());
   });
   Pool.wait();
   return std::move(*Result);
@@ -338,8 +352,7 @@ static Error runJob(Link &L, const JobArgs &J) {
     return fail("cannot read the index shard '" + J.Shard +
                 "': " + toString(Shard.takeError()));
   SmallString<0> Object;
-  if (Error E = onJobThread(
-          [&] { return compileModule(L, J.Module, **Shard, J.Shard, Object); }))
+  if (Error E = compileModule(L, J.Module, **Shard, J.Shard, Object))
     return E;
   // Atomically: a distributor that collects outputs never sees half an object.
   return dtlto::writeFile(J.Object, "object",
@@ -728,7 +741,11 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
     return die(std::move(E));
 
   if (Inv.Batch) {
-    int RC = runBatch(L);
+    int RC = 0;
+    cantFail(onJobThread([&] {
+      RC = runBatch(L);
+      return Error::success();
+    }));
     // Every object is written and every reply flushed. The distributor waits
     // for its workers after the link's last job: freeing the modules here
     // would only make the link wait longer.
@@ -740,7 +757,7 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
     return die(J.takeError());
   if (!ObjectOverride.empty())
     J->Object = ObjectOverride.str();
-  if (Error E = runJob(L, *J))
+  if (Error E = onJobThread([&] { return runJob(L, *J); }))
     return die(std::move(E));
   return 0;
 }

@@ -3,8 +3,10 @@ job (the worker opens m1.o), then m1.o moved away, then hub's job, which
 imports from m1. A worker that kept m1.o needs no file; one that dropped it
 cannot read it. Prints both replies; puts m1.o back. After m1's job it also
 prints whether m1.o is mapped into the worker (kept files are mapped, not
-read into the heap) and the names of the worker's threads (the job ran on a
-job thread of its own, named as the worker).
+read into the heap), the names of the worker's threads (the job ran on a
+job thread of its own, named as the worker), and which of them waits for the
+next job on stdin: the job thread, which runs the whole batch loop, so that
+no job is handed from one thread to another.
 
   cache_drive.py BACKEND CONFIG DIR   (DIR: the kept shards)
 """
@@ -45,10 +47,21 @@ def threads():
     return " ".join(sorted(procfs.thread_names(w.pid) or []))
 
 
+def stdin_reader():
+    """Which thread is blocked reading stdin, once one is (bounded)."""
+    found = []
+    procfs.wait_until(lambda: found.extend(procfs.threads_in_syscall(w.pid, 0) or [])
+                      or found, timeout=30)
+    if not found:
+        return "none"
+    return "the main thread" if found == [w.pid] else "the job thread"
+
+
 run(job("m1", "m1.cache"))
 # The worker now waits for its next line: what it holds stays put.
 print(f"m1.o mapped: {'yes' if mapped('m1.o') else 'no'}")
 print(f"threads: {threads()}")
+print(f"stdin read by: {stdin_reader()}")
 os.rename("m1.o", "m1.o.away")
 try:
     run(job("hub", "hub.cache"))

@@ -1,0 +1,106 @@
+//===- KeptMemory.h - Memory for what a batch worker keeps between jobs ---===//
+//
+// A batch worker runs its jobs and keeps module files between them on one
+// thread, so both would come from that thread's malloc arena. The jobs make
+// and free memory by the million; what the worker keeps (a cache entry, a
+// mapped file and its name for each module file it holds, a few hundred
+// bytes each, thousands of them, dropped and replaced as a large link goes
+// on) would lie scattered among the jobs' memory and fragment the arena.
+// These small objects come from pages of their own instead, mapped here,
+// in size classes of 16 bytes with a free list each. Not thread-safe: one
+// thread at a time uses the worker's cache.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTLTO_BACKEND_KEPTMEMORY_H
+#define DTLTO_BACKEND_KEPTMEMORY_H
+
+#include "llvm/Support/Alignment.h"
+#include "llvm/Support/AllocatorBase.h"
+#include "llvm/Support/ErrorHandling.h"
+#include <array>
+#include <cstddef>
+#include <new>
+#include <sys/mman.h>
+
+namespace dtlto {
+
+class KeptMemory {
+  static constexpr size_t Step = 16, Largest = 1024, PageRun = 256 << 10;
+  std::array<void *, Largest / Step> Free{};
+  char *Next = nullptr, *End = nullptr;
+
+  static size_t sizeClass(size_t Size) { return (Size + Step - 1) / Step; }
+
+public:
+  /// Size bytes, aligned to 16; from malloc past Largest (rare: a path of
+  /// a kilobyte).
+  void *allocate(size_t Size) {
+    if (Size == 0 || Size > Largest)
+      return ::operator new(Size ? Size : 1);
+    size_t C = sizeClass(Size);
+    if (void *P = Free[C - 1]) {
+      Free[C - 1] = *static_cast<void **>(P);
+      return P;
+    }
+    size_t Bytes = C * Step;
+    if (size_t(End - Next) < Bytes) {
+      void *Run = ::mmap(nullptr, PageRun, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (Run == MAP_FAILED)
+        llvm::report_bad_alloc_error("dtlto-backend: out of memory");
+      Next = static_cast<char *>(Run);
+      End = Next + PageRun;
+    }
+    void *P = Next;
+    Next += Bytes;
+    return P;
+  }
+
+  void deallocate(void *P, size_t Size) {
+    if (!P)
+      return;
+    if (Size == 0 || Size > Largest) {
+      ::operator delete(P);
+      return;
+    }
+    size_t C = sizeClass(Size);
+    *static_cast<void **>(P) = Free[C - 1];
+    Free[C - 1] = P;
+  }
+
+  /// The worker's one pool. Never freed: the worker exits without freeing
+  /// what it holds.
+  static KeptMemory &get() {
+    static KeptMemory *M = new KeptMemory;
+    return *M;
+  }
+};
+
+/// An LLVM allocator (for StringMap) over the worker's KeptMemory.
+struct KeptAllocator : llvm::AllocatorBase<KeptAllocator> {
+  void *Allocate(size_t Size, size_t Alignment) {
+    if (Alignment > 16)
+      llvm::report_fatal_error("KeptAllocator: alignment above 16");
+    return KeptMemory::get().allocate(Size);
+  }
+  using AllocatorBase<KeptAllocator>::Allocate;
+  void Deallocate(const void *P, size_t Size, size_t /*Alignment*/) {
+    KeptMemory::get().deallocate(const_cast<void *>(P), Size);
+  }
+  using AllocatorBase<KeptAllocator>::Deallocate;
+};
+
+/// A base for the kept objects' own operator new and delete.
+struct Kept {
+  static void *operator new(size_t Size) {
+    return KeptMemory::get().allocate(Size);
+  }
+  static void operator delete(void *P, size_t Size) {
+    KeptMemory::get().deallocate(P, Size);
+  }
+};
+
+} // namespace dtlto
+
+#endif
