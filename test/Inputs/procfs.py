@@ -130,6 +130,17 @@ def threads_in_syscall(pid, number: int) -> list[int] | None:
     return found
 
 
+def reading_thread(pid, timeout: float = 30) -> str:
+    """Which of the process's threads is blocked in read(2), once one is
+    (waiting up to timeout seconds): "the main thread", "another thread"
+    (a worker's job thread), or "none"."""
+    found = []
+    wait_until(lambda: found.extend(threads_in_syscall(pid, 0) or []) or found, timeout)
+    if not found:
+        return "none"
+    return "the main thread" if found == [pid] else "another thread"
+
+
 def mapped_paths(pid) -> list[str] | None:
     """The path of every file mapping in /proc/PID/maps, one per mapping;
     None once the process is gone."""

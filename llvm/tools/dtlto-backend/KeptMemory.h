@@ -16,10 +16,12 @@
 #define DTLTO_BACKEND_KEPTMEMORY_H
 
 #include "llvm/Support/Alignment.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/AllocatorBase.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <new>
 #include <sys/mman.h>
 
@@ -99,6 +101,23 @@ struct Kept {
   static void operator delete(void *P, size_t Size) {
     KeptMemory::get().deallocate(P, Size);
   }
+};
+
+/// A kept object's name (a module file's path), NUL-terminated.
+class KeptName {
+  char *Data;
+  size_t Size;
+
+public:
+  explicit KeptName(llvm::StringRef S) : Size(S.size()) {
+    Data = static_cast<char *>(KeptMemory::get().allocate(Size + 1));
+    memcpy(Data, S.data(), Size);
+    Data[Size] = 0;
+  }
+  KeptName(const KeptName &) = delete;
+  KeptName &operator=(const KeptName &) = delete;
+  ~KeptName() { KeptMemory::get().deallocate(Data, Size + 1); }
+  llvm::StringRef str() const { return llvm::StringRef(Data, Size); }
 };
 
 } // namespace dtlto

@@ -61,6 +61,7 @@
 #include <optional>
 #include <poll.h>
 #include <string>
+#include <sys/mman.h>
 #include <unistd.h>
 
 using namespace llvm;
@@ -196,24 +197,51 @@ namespace {
 /// are kept memory too (KeptMemory.h).
 class MappedFile : public MemoryBuffer, public dtlto::Kept {
   sys::fs::mapped_file_region Region;
-  char *Name;
-  size_t NameSize;
+  dtlto::KeptName Name;
 
 public:
   MappedFile(sys::fs::mapped_file_region R, StringRef Path)
-      : Region(std::move(R)), NameSize(Path.size()) {
-    Name = static_cast<char *>(dtlto::KeptMemory::get().allocate(NameSize + 1));
-    memcpy(Name, Path.data(), NameSize);
-    Name[NameSize] = 0;
+      : Region(std::move(R)), Name(Path) {
     init(Region.const_data(), Region.const_data() + Region.size(),
          /*RequiresNullTerminator=*/false);
   }
-  ~MappedFile() override {
-    dtlto::KeptMemory::get().deallocate(Name, NameSize + 1);
+  StringRef getBufferIdentifier() const override { return Name.str(); }
+  BufferKind getBufferKind() const override { return MemoryBuffer_MMap; }
+};
+
+/// A module sent to a --memory worker, which keeps it until a job drops
+/// it: in pages mapped for it alone, like a batch worker's module files,
+/// apart from the jobs' arena.
+class SentModule : public MemoryBuffer, public dtlto::Kept {
+  char *Pages = nullptr;
+  size_t Size;
+  dtlto::KeptName Name;
+
+  SentModule(char *Pages, size_t Size, StringRef N)
+      : Pages(Pages), Size(Size), Name(N) {
+    init(Size ? Pages : "", Size ? Pages + Size : "",
+         /*RequiresNullTerminator=*/false);
   }
-  StringRef getBufferIdentifier() const override {
-    return StringRef(Name, NameSize);
+
+public:
+  /// Size bytes to be filled (data()); null if they cannot be mapped.
+  static std::unique_ptr<SentModule> create(StringRef Name, size_t Size) {
+    char *Pages = nullptr;
+    if (Size) {
+      void *P = ::mmap(nullptr, Size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (P == MAP_FAILED)
+        return nullptr;
+      Pages = static_cast<char *>(P);
+    }
+    return std::unique_ptr<SentModule>(new SentModule(Pages, Size, Name));
   }
+  ~SentModule() override {
+    if (Size)
+      ::munmap(Pages, Size);
+  }
+  char *data() { return Pages; }
+  StringRef getBufferIdentifier() const override { return Name.str(); }
   BufferKind getBufferKind() const override { return MemoryBuffer_MMap; }
 };
 } // namespace
@@ -318,16 +346,14 @@ static Error compileModule(Link &L, StringRef ModuleName,
                           ImportList, Defined, &ModuleMap, L.Conf.CodeGenOnly);
 }
 
-// Runs Work on the worker's job thread and waits for it. glibc gives that
-// thread a malloc arena of its own, so the jobs' memory, made and freed by
-// the million, stays apart from what the main thread made: the configuration,
-// and in a --memory worker the modules it holds, copies in the heap. In
-// one arena the two fragmented it: a worker of a 30,000-module link spent
-// twice in-process's time in malloc. A batch worker runs its whole loop
-// there, since handing each job over cost two wake-ups of a thread a job
-// (on this VM, as much as the job's file work): what it keeps between jobs
-// is in no arena (module files mapped, their entries in KeptMemory.h's
-// pages).
+// Runs Work on the worker's job thread and waits for it. A worker's loop,
+// batch or --memory, runs there whole, so that no job is handed from one
+// thread to another (two wake-ups of a sleeping thread a job). glibc gives
+// that thread a malloc arena of its own, apart from the main thread's (the
+// configuration); what the worker keeps between jobs is in no arena at all
+// (module files and sent modules mapped, their entries and names in
+// KeptMemory.h's pages). Kept in the jobs' arena, it fragmented it: a worker
+// of a 30,000-module link spent twice in-process's time in malloc.
 static Error onJobThread(function_ref<Error()> Work) {
   static DefaultThreadPool Pool(hardware_concurrency(1));
   std::optional<Error> Result;
@@ -607,7 +633,9 @@ static void reply(const json::Object &O, StringRef Payload = "") {
   outs().flush();
 }
 
-static int runMemoryWorker() {
+// The --memory worker's loop, on its job thread (onJobThread): the modules
+// it holds are SentModules, apart from the jobs' arena.
+static int runMemoryJobs() {
   Input In;
   std::string Line, Config;
   if (!In.line(Line))
@@ -657,11 +685,25 @@ static int runMemoryWorker() {
         continue;
       }
       int64_t Size = FO ? FO->getInteger("size").value_or(-1) : -1;
-      std::unique_ptr<WritableMemoryBuffer> Data =
-          Name && Size >= 0
-              ? WritableMemoryBuffer::getNewUninitMemBuffer(Size, *Name)
-              : nullptr;
-      if (!Data || !In.bytes(Data->getBufferStart(), Size))
+      if (!Name || Size < 0)
+        return die(fail("--memory: an input without its name, size or "
+                        "bytes"));
+      // The shard goes with its job; a module stays until a job drops it.
+      std::unique_ptr<MemoryBuffer> Data;
+      char *To = nullptr;
+      if (Files.size() == 1) {
+        std::unique_ptr<WritableMemoryBuffer> Shard =
+            WritableMemoryBuffer::getNewUninitMemBuffer(Size, *Name);
+        To = Shard ? Shard->getBufferStart() : nullptr;
+        Data = std::move(Shard);
+      } else if (std::unique_ptr<SentModule> M = SentModule::create(*Name, Size)) {
+        To = M->data();
+        Data = std::move(M);
+      }
+      if (!Data)
+        return die(fail("--memory: no memory for the " + Twine(Size) +
+                        " bytes of '" + *Name + "'"));
+      if (!In.bytes(To, Size))
         return die(fail("--memory: an input without its name, size or "
                         "bytes"));
       Files.emplace_back(Name->str(), std::move(Data));
@@ -690,14 +732,11 @@ static int runMemoryWorker() {
     SmallString<0> Object;
     if (!E) {
       const std::string &ShardName = Files[1].first; // never held
-      E = onJobThread([&]() -> Error {
-        Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
-            getModuleSummaryIndex(Files[1].second->getMemBufferRef());
-        if (!Shard)
-          return fail("cannot read the index shard '" + ShardName +
-                      "': " + toString(Shard.takeError()));
-        return compileModule(L, Files[0].first, **Shard, ShardName, Object);
-      });
+      Expected<std::unique_ptr<ModuleSummaryIndex>> Shard =
+          getModuleSummaryIndex(Files[1].second->getMemBufferRef());
+      E = !Shard ? fail("cannot read the index shard '" + ShardName +
+                        "': " + toString(Shard.takeError()))
+                 : compileModule(L, Files[0].first, **Shard, ShardName, Object);
     }
     if (E)
       reply(json::Object{{"ok", false}, {"error", toString(std::move(E))}});
@@ -705,8 +744,18 @@ static int runMemoryWorker() {
       reply(json::Object{{"ok", true}, {"bytes", int64_t(Object.size())}},
             Object);
   }
+  return 0;
+}
+
+static int runMemoryWorker() {
+  int RC = 0;
+  cantFail(onJobThread([&] {
+    RC = runMemoryJobs();
+    return Error::success();
+  }));
+  // It exits without freeing what it holds, as a batch worker does.
   outs().flush();
-  sys::Process::Exit(0, /*NoCleanup=*/true);
+  sys::Process::Exit(RC, /*NoCleanup=*/true);
 }
 
 namespace {

@@ -47,21 +47,11 @@ def threads():
     return " ".join(sorted(procfs.thread_names(w.pid) or []))
 
 
-def stdin_reader():
-    """Which thread is blocked reading stdin, once one is (bounded)."""
-    found = []
-    procfs.wait_until(lambda: found.extend(procfs.threads_in_syscall(w.pid, 0) or [])
-                      or found, timeout=30)
-    if not found:
-        return "none"
-    return "the main thread" if found == [w.pid] else "the job thread"
-
-
 run(job("m1", "m1.cache"))
 # The worker now waits for its next line: what it holds stays put.
 print(f"m1.o mapped: {'yes' if mapped('m1.o') else 'no'}")
 print(f"threads: {threads()}")
-print(f"stdin read by: {stdin_reader()}")
+print(f"stdin read by: {procfs.reading_thread(w.pid)}")
 os.rename("m1.o", "m1.o.away")
 try:
     run(job("hub", "hub.cache"))

@@ -9,15 +9,22 @@ a file, sent with its bytes, or @NAME, named as held. Every name is a
 pattern that must match exactly one file: * and ? are wildcards, anything
 else (the brackets of archive member names) is literal. For each job it
 prints the worker's answer ("ok, N bytes" or the error), and at the end how
-the worker exited and what it printed on stderr.
+the worker exited and what it printed on stderr. With --reader, after the
+jobs it also prints which of the worker's threads waits on stdin for the
+next one (the job thread runs the whole loop).
 """
 
 import argparse
 import glob
 import json
+import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "Inputs"))
+import procfs  # noqa: E402
 
 
 def one(pattern):
@@ -39,6 +46,8 @@ def main():
     p.add_argument("backend")
     p.add_argument("config")
     p.add_argument("jobs", nargs="+")
+    p.add_argument("--reader", action="store_true",
+                   help="after the jobs, print which thread waits on stdin")
     args = p.parse_args()
     # Its stderr goes to a file, read at the end: a pipe nobody reads while
     # the jobs run would stop a worker that says much there.
@@ -74,6 +83,8 @@ def main():
             print(f"job {n}: ok, {reply['bytes']} bytes")
         else:
             print(f"job {n}: failed: {reply['error']}")
+    if args.reader:
+        print(f"stdin read by: {procfs.reading_thread(worker.pid)}")
     try:
         worker.stdin.close()
     except BrokenPipeError:
