@@ -633,28 +633,10 @@ static void reply(const json::Object &O, StringRef Payload = "") {
   outs().flush();
 }
 
-// The --memory worker's loop, on its job thread (onJobThread): the modules
+// The --memory worker's jobs, on its job thread (onJobThread): the modules
 // it holds are SentModules, apart from the jobs' arena.
-static int runMemoryJobs() {
-  Input In;
-  std::string Line, Config;
-  if (!In.line(Line))
-    return 0;
-  Expected<json::Value> Head = json::parse(Line);
-  const json::Object *H = Head ? Head->getAsObject() : nullptr;
-  if (!Head)
-    consumeError(Head.takeError());
-  std::optional<int64_t> ConfigSize = H ? H->getInteger("config") : std::nullopt;
-  if (ConfigSize && *ConfigSize >= 0)
-    Config.resize(*ConfigSize);
-  if (!ConfigSize || *ConfigSize < 0 || !In.bytes(Config.data(), Config.size()))
-    return die(fail("--memory: the first message must be "
-                    "{\"config\": C} and its bytes"));
-  Link L;
-  L.NoFiles = true;
-  if (Error E = loadConfig(L, "<memory>", Config))
-    return die(std::move(E));
-
+static int runMemoryJobs(Input &In, Link &L) {
+  std::string Line;
   while (In.line(Line)) {
     Expected<json::Value> V = json::parse(Line);
     const json::Object *O = V ? V->getAsObject() : nullptr;
@@ -748,9 +730,28 @@ static int runMemoryJobs() {
 }
 
 static int runMemoryWorker() {
+  Input In;
+  std::string Line, Config;
+  if (!In.line(Line))
+    return 0;
+  Expected<json::Value> Head = json::parse(Line);
+  const json::Object *H = Head ? Head->getAsObject() : nullptr;
+  if (!Head)
+    consumeError(Head.takeError());
+  std::optional<int64_t> ConfigSize = H ? H->getInteger("config") : std::nullopt;
+  if (ConfigSize && *ConfigSize >= 0)
+    Config.resize(*ConfigSize);
+  if (!ConfigSize || *ConfigSize < 0 || !In.bytes(Config.data(), Config.size()))
+    return die(fail("--memory: the first message must be "
+                    "{\"config\": C} and its bytes"));
+  Link L;
+  L.NoFiles = true;
+  if (Error E = loadConfig(L, "<memory>", Config))
+    return die(std::move(E));
+
   int RC = 0;
   cantFail(onJobThread([&] {
-    RC = runMemoryJobs();
+    RC = runMemoryJobs(In, L);
     return Error::success();
   }));
   // It exits without freeing what it holds, as a batch worker does.
