@@ -1,14 +1,15 @@
-//===- KeptMemory.h - Memory for what a batch worker keeps between jobs ---===//
+//===- KeptMemory.h - Memory for what a worker keeps between jobs ---------===//
 //
-// A batch worker runs its jobs and keeps module files between them on one
-// thread, so both would come from that thread's malloc arena. The jobs make
-// and free memory by the million; what the worker keeps (a cache entry, a
-// mapped file and its name for each module file it holds, a few hundred
-// bytes each, thousands of them, dropped and replaced as a large link goes
-// on) would lie scattered among the jobs' memory and fragment the arena.
-// These small objects come from pages of their own instead, mapped here,
-// in size classes of 16 bytes with a free list each. Not thread-safe: one
-// thread at a time uses the worker's cache.
+// A dtlto-backend worker (--batch, or --memory for the local plugin) runs
+// its jobs and keeps modules between them on one thread, so both would come
+// from that thread's malloc arena. The jobs make and free memory by the
+// million; what the worker keeps (for each module it holds: a cache entry,
+// the buffer object over its mapped bytes, its name; a few hundred bytes,
+// thousands of them, dropped and replaced as a large link goes on) would lie
+// scattered among the jobs' memory and fragment the arena. These small
+// objects come from pages of their own instead, mapped here, in size
+// classes of 16 bytes with a free list each. Not thread-safe: one thread at
+// a time uses the worker's cache.
 //
 //===----------------------------------------------------------------------===//
 
