@@ -102,41 +102,45 @@ def children(pid) -> list[int] | None:
     return None if data is None else [int(c) for c in data.split()]
 
 
-def thread_names(pid) -> list[str] | None:
-    """The name (comm) of each of the process's threads, in no set order;
-    None once it is gone. A thread that ends meanwhile is left out."""
+def _task_files(pid, name: str) -> list[tuple[int, bytes]] | None:
+    """(tid, bytes of /proc/PID/task/TID/NAME) for each of the process's
+    threads; None once it is gone. A thread that ends meanwhile is left out."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    names = (_read(pid, f"task/{tid}/comm") for tid in tasks)
-    return [n.decode(errors="replace").strip() for n in names if n is not None]
+    read = ((int(tid), _read(pid, f"task/{tid}/{name}")) for tid in tasks)
+    return [(tid, data) for tid, data in read if data is not None]
+
+
+def thread_names(pid) -> list[str] | None:
+    """The name (comm) of each of the process's threads, in no set order;
+    None once it is gone. A thread that ends meanwhile is left out."""
+    files = _task_files(pid, "comm")
+    return None if files is None else [
+        data.decode(errors="replace").strip() for _, data in files]
 
 
 def threads_in_syscall(pid, number: int) -> list[int] | None:
     """The ids of the process's threads blocked in system call `number`
     now (x86-64 numbers: 0 is read), from /proc/PID/task/TID/syscall; the
     main thread's id is pid. None once the process is gone."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    found = []
-    for tid in tasks:
-        data = _read(pid, f"task/{tid}/syscall")
-        fields = data.split() if data else []
-        if fields and fields[0] == str(number).encode():
-            found.append(int(tid))
-    return found
+    files = _task_files(pid, "syscall")
+    return None if files is None else [
+        tid for tid, data in files if data.split()[:1] == [str(number).encode()]]
 
 
 def reading_thread(pid, timeout: float = 30) -> str:
     """Which of the process's threads is blocked in read(2), once one is
     (waiting up to timeout seconds): "the main thread", "another thread"
     (a worker's job thread), or "none"."""
-    found = []
-    wait_until(lambda: found.extend(threads_in_syscall(pid, 0) or []) or found, timeout)
-    if not found:
+    found: list[int] = []
+
+    def someone_reads():
+        found[:] = threads_in_syscall(pid, 0) or []
+        return bool(found)
+
+    if not wait_until(someone_reads, timeout):
         return "none"
     return "the main thread" if found == [pid] else "another thread"
 

@@ -16,15 +16,15 @@
 #ifndef DTLTO_BACKEND_KEPTMEMORY_H
 #define DTLTO_BACKEND_KEPTMEMORY_H
 
-#include "llvm/Support/Alignment.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/AllocatorBase.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/Memory.h"
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
 #include <new>
-#include <sys/mman.h>
 
 namespace dtlto {
 
@@ -33,14 +33,17 @@ class KeptMemory {
   std::array<void *, Largest / Step> Free{};
   char *Next = nullptr, *End = nullptr;
 
-  static size_t sizeClass(size_t Size) { return (Size + Step - 1) / Step; }
+  // 1 for 0 to 16 bytes, 2 for 17 to 32, ...
+  static size_t sizeClass(size_t Size) {
+    return std::max<size_t>(1, (Size + Step - 1) / Step);
+  }
 
 public:
   /// Size bytes, aligned to 16; from malloc past Largest (rare: a path of
   /// a kilobyte).
   void *allocate(size_t Size) {
-    if (Size == 0 || Size > Largest)
-      return ::operator new(Size ? Size : 1);
+    if (Size > Largest)
+      return ::operator new(Size);
     size_t C = sizeClass(Size);
     if (void *P = Free[C - 1]) {
       Free[C - 1] = *static_cast<void **>(P);
@@ -48,11 +51,13 @@ public:
     }
     size_t Bytes = C * Step;
     if (size_t(End - Next) < Bytes) {
-      void *Run = ::mmap(nullptr, PageRun, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (Run == MAP_FAILED)
+      std::error_code EC;
+      llvm::sys::MemoryBlock Run = llvm::sys::Memory::allocateMappedMemory(
+          PageRun, nullptr,
+          llvm::sys::Memory::MF_READ | llvm::sys::Memory::MF_WRITE, EC);
+      if (EC)
         llvm::report_bad_alloc_error("dtlto-backend: out of memory");
-      Next = static_cast<char *>(Run);
+      Next = static_cast<char *>(Run.base());
       End = Next + PageRun;
     }
     void *P = Next;
@@ -63,7 +68,7 @@ public:
   void deallocate(void *P, size_t Size) {
     if (!P)
       return;
-    if (Size == 0 || Size > Largest) {
+    if (Size > Largest) {
       ::operator delete(P);
       return;
     }

@@ -44,6 +44,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Memory.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -61,7 +62,6 @@
 #include <optional>
 #include <poll.h>
 #include <string>
-#include <sys/mman.h>
 #include <unistd.h>
 
 using namespace llvm;
@@ -190,59 +190,58 @@ static Expected<JobArgs> parseJobArgs(ArrayRef<std::string> Args) {
 }
 
 namespace {
-/// A module file mapped into memory whatever its size. MemoryBuffer::getFile
-/// reads a file of less than four pages into malloc's heap instead; a batch
-/// worker keeps thousands of them between jobs, and there they would pin
-/// the heap the jobs' own memory comes and goes in. The object and its name
-/// are kept memory too (KeptMemory.h).
-class MappedFile : public MemoryBuffer, public dtlto::Kept {
-  sys::fs::mapped_file_region Region;
+/// A module's bytes that a worker keeps between jobs, mapped. In malloc's
+/// heap, thousands of them would pin the arena the jobs' own memory comes
+/// and goes in. The object and its name are kept memory too (KeptMemory.h).
+class KeptBuffer : public MemoryBuffer, public dtlto::Kept {
   dtlto::KeptName Name;
 
-public:
-  MappedFile(sys::fs::mapped_file_region R, StringRef Path)
-      : Region(std::move(R)), Name(Path) {
-    init(Region.const_data(), Region.const_data() + Region.size(),
+protected:
+  explicit KeptBuffer(StringRef N) : Name(N) {}
+  void setBytes(const char *Start, size_t Size) {
+    init(Size ? Start : "", Size ? Start + Size : "",
          /*RequiresNullTerminator=*/false);
   }
+
+public:
   StringRef getBufferIdentifier() const override { return Name.str(); }
   BufferKind getBufferKind() const override { return MemoryBuffer_MMap; }
 };
 
-/// A module sent to a --memory worker, which keeps it until a job drops
-/// it: in pages mapped for it alone, like a batch worker's module files,
-/// apart from the jobs' arena.
-class SentModule : public MemoryBuffer, public dtlto::Kept {
-  char *Pages = nullptr;
-  size_t Size;
-  dtlto::KeptName Name;
+/// A batch worker's module file, mapped whatever its size
+/// (MemoryBuffer::getFile would read a file of less than four pages into
+/// the heap).
+class MappedFile : public KeptBuffer {
+  sys::fs::mapped_file_region Region;
 
-  SentModule(char *Pages, size_t Size, StringRef N)
-      : Pages(Pages), Size(Size), Name(N) {
-    init(Size ? Pages : "", Size ? Pages + Size : "",
-         /*RequiresNullTerminator=*/false);
+public:
+  MappedFile(sys::fs::mapped_file_region R, StringRef Path)
+      : KeptBuffer(Path), Region(std::move(R)) {
+    setBytes(Region.const_data(), Region.size());
+  }
+};
+
+/// A module sent to a --memory worker, which keeps it until a job drops
+/// it, in pages mapped for it alone.
+class SentModule : public KeptBuffer {
+  sys::OwningMemoryBlock Pages;
+
+  SentModule(StringRef Name, sys::MemoryBlock Block, size_t Size)
+      : KeptBuffer(Name), Pages(Block) {
+    setBytes(static_cast<const char *>(Pages.base()), Size);
   }
 
 public:
   /// Size bytes to be filled (data()); null if they cannot be mapped.
   static std::unique_ptr<SentModule> create(StringRef Name, size_t Size) {
-    char *Pages = nullptr;
-    if (Size) {
-      void *P = ::mmap(nullptr, Size, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (P == MAP_FAILED)
-        return nullptr;
-      Pages = static_cast<char *>(P);
-    }
-    return std::unique_ptr<SentModule>(new SentModule(Pages, Size, Name));
+    std::error_code EC;
+    sys::MemoryBlock Block = sys::Memory::allocateMappedMemory(
+        Size, nullptr, sys::Memory::MF_READ | sys::Memory::MF_WRITE, EC);
+    if (EC)
+      return nullptr;
+    return std::unique_ptr<SentModule>(new SentModule(Name, Block, Size));
   }
-  ~SentModule() override {
-    if (Size)
-      ::munmap(Pages, Size);
-  }
-  char *data() { return Pages; }
-  StringRef getBufferIdentifier() const override { return Name.str(); }
-  BufferKind getBufferKind() const override { return MemoryBuffer_MMap; }
+  char *data() { return static_cast<char *>(Pages.base()); }
 };
 } // namespace
 
@@ -613,7 +612,8 @@ public:
   /// into To itself.
   bool bytes(char *To, size_t N) {
     size_t Have = std::min(N, Buf.size() - Pos);
-    memcpy(To, Buf.data() + Pos, Have);
+    if (Have) // To is null for an empty module (no pages mapped)
+      memcpy(To, Buf.data() + Pos, Have);
     Pos += Have;
     while (Have < N) {
       ssize_t Got = readSome(To + Have, N - Have);

@@ -5,7 +5,9 @@ jobs.
   memory_worker.py BACKEND CONFIG JOBS...
 
 Each JOB is MODULE,SHARD[,IMPORTED...][;drop=NAME] where each input is
-a file, sent with its bytes, or @NAME, named as held. Every name is a
+a file, sent with its bytes, @NAME, named as held, or NAME#SIZE, which
+announces SIZE bytes and sends none (stdin is then closed, so a worker that
+waits for them gets its end). Every name is a
 pattern that must match exactly one file: * and ? are wildcards, anything
 else (the brackets of archive member names) is literal. For each job it
 prints the worker's answer ("ok, N bytes" or the error), and at the end how
@@ -58,10 +60,14 @@ def main():
     worker.stdin.write(json.dumps({"config": len(config)}).encode() + b"\n" + config)
     for n, job in enumerate(args.jobs, 1):
         files, _, drop = job.partition(";drop=")
-        inputs, data = [], b""
+        inputs, data, claimed = [], b"", False
         for f in files.split(","):
             if f.startswith("@"):
                 inputs.append({"name": one(f[1:]), "held": True})
+            elif "#" in f:
+                name, _, size = f.partition("#")
+                inputs.append({"name": name, "size": int(size)})
+                claimed = True
             else:
                 f = one(f)
                 bytes_ = open(f, "rb").read()
@@ -71,6 +77,8 @@ def main():
         try:
             worker.stdin.write(json.dumps(msg).encode() + b"\n" + data)
             worker.stdin.flush()
+            if claimed:
+                worker.stdin.close()
         except BrokenPipeError:
             print(f"job {n}: the worker is gone")
             break
@@ -86,7 +94,8 @@ def main():
     if args.reader:
         print(f"stdin read by: {procfs.reading_thread(worker.pid)}")
     try:
-        worker.stdin.close()
+        if not worker.stdin.closed:
+            worker.stdin.close()
     except BrokenPipeError:
         pass
     print(f"worker exit: {worker.wait()}")
