@@ -56,12 +56,14 @@ class Context:
         self.native_backend, _ = snapshot_linker(
             args.dtlto_backend, os.path.join(args.out, "linker-snapshot"),
             name="dtlto-backend")
-        # The plugin host is found next to the linker (docs/plugins.md).
-        host = os.path.join(os.path.dirname(os.path.realpath(args.ld_lld)),
-                            "dtlto-plugin-host")
-        if os.path.exists(host):
-            snapshot_linker(host, os.path.join(args.out, "linker-snapshot"),
-                            name="dtlto-plugin-host")
+        # The plugin host is found next to the linker (docs/plugins.md), the
+        # fork server library next to it or in ../lib (docs/manifest.md).
+        bin_dir = os.path.dirname(os.path.realpath(args.ld_lld))
+        for name in ("dtlto-plugin-host", "../lib/libdtlto-forkserver.so"):
+            path = os.path.join(bin_dir, name)
+            if os.path.exists(path):
+                snapshot_linker(path, os.path.join(args.out, "linker-snapshot"),
+                                name=os.path.basename(name))
         self.cache_root = os.path.join(args.cache, "thinlto-cache")
         self.program = None
 

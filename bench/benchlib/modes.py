@@ -22,6 +22,7 @@ class Mode:
     # no distributor process for probe.py to wrap (no probe links).
     plugin: str = ""
     default: bool = True  # run unless --modes names the modes
+    distributor_args: tuple = ()  # more options for the distributor script
 
     def argv(self, ctx, base_args, probe=None):
         """The linker command: linker, recorded arguments, mode options.
@@ -33,6 +34,8 @@ class Mode:
             dist = [self.plugin] if self.plugin else (
                 ([ctx.python] if ctx.python else []) + [ctx.distributor])
             dist += [f"--jobs={ctx.jobs}"]
+            if not self.plugin:
+                dist += list(self.distributor_args)
             if probe:
                 wrapper, options = probe
                 dist = list(wrapper) + ["--"] + dist + list(options)
@@ -52,6 +55,10 @@ MODES = [
          trace=False),
     Mode("stock", "stock ld.lld-22 DTLTO + local.py", "stock DTLTO", "stock", True),
     Mode("ours", "our ld.lld DTLTO + local.py", "ours", "ours", True),
+    # Opt-in: ours with each clang job started afresh, as before the fork
+    # server (what the fork server saves is ours-fresh against ours).
+    Mode("ours-fresh", "our ld.lld DTLTO + local.py --no-fork-server", "ours, no fork server",
+         "ours", True, distributor_args=("--no-fork-server",), default=False),
     Mode("ours-cache", "our ld.lld DTLTO, warm ThinLTO cache", "ours, warm cache", "ours", True,
          warm_cache=True),
     Mode("ours-native", "our ld.lld DTLTO + local.py, dtlto-backend batch workers",

@@ -11,8 +11,9 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 from dtltodist import cli, jobserver, workers  # noqa: E402
 from dtltodist.events import JobFeed  # noqa: E402
+from dtltodist.forkserver import ForkServer  # noqa: E402
 from dtltodist.report import Reporter  # noqa: E402
-from dtltodist.runner import Slots, local_cpus  # noqa: E402
+from dtltodist.runner import Runner, Slots, local_cpus  # noqa: E402
 
 PROG = "local.py"
 
@@ -23,7 +24,10 @@ Use it from the linker:
 
 When the compiler can run many jobs in one process (dtlto-backend, which
 the engine marks in the manifest), local.py keeps one such worker per slot
-for the whole link instead of starting a process per job.
+for the whole link instead of starting a process per job. Any other
+compiler (clang) it starts once, with the fork server the engine names in
+the manifest preloaded, and forks that process for each job: the jobs skip
+the compiler's start, which is most of a small job's CPU.
 
 Under GNU make, mark the recipe with '+' so make hands its jobserver to the
 link: local.py then runs as many jobs as make has free slots (one it owns,
@@ -45,18 +49,33 @@ def main() -> int:
     parser.add_argument("--no-batch", action="store_true",
                         help="start one compiler process per job even when the "
                              "compiler can run many (dtlto-backend --batch)")
+    parser.add_argument("--no-fork-server", action="store_true",
+                        help="start each job's compiler afresh instead of forking "
+                             "it from one started compiler (the fork server)")
     args = parser.parse_args()
     reporter = Reporter.for_args(PROG, args)
     server, note = jobserver.from_environment()
     reporter.verbose_note(note)
     # With a jobserver make decides how wide we go; --jobs still caps it.
     slots = Slots(args.jobs or (None if server else default_jobs()), server)
-    if not args.dry_run and not args.no_batch:
-        m = cli.load_or_exit(PROG, args.manifest)
-        if m.batch_arg:
-            return workers.BatchRunner(reporter, slots, m).run(
-                m.jobs, JobFeed.from_environment(m))
-    return cli.run(PROG, args, slots, reporter=reporter)
+    if args.dry_run:
+        return cli.run(PROG, args, slots, reporter=reporter)
+    m = cli.load_or_exit(PROG, args.manifest)
+    feed = JobFeed.from_environment(m)
+    if m.batch_arg and not args.no_batch:
+        return workers.BatchRunner(reporter, slots, m).run(m.jobs, feed)
+    server = None
+    if m.fork_server and not args.no_fork_server:
+        server, why = ForkServer.start(m.compiler, m.fork_server)
+        reporter.verbose_note(f"fork server: {m.compiler} (pid {server.proc.pid}) forks "
+                              "each job" if server else f"no fork server: {why}")
+    try:
+        return Runner(reporter, slots, server=server).run(m.jobs, feed)
+    finally:
+        if server:
+            reporter.verbose_note(f"fork server: {server.forked} jobs forked"
+                                  + (f"; {server.lost}" if server.lost else ""))
+            server.close()
 
 
 if __name__ == "__main__":

@@ -42,6 +42,10 @@ struct CommonPart {
   /// Side file: `Args + [BatchArg]` starts a worker that runs many jobs
   /// (dtlto-backend --batch); empty when the compiler cannot.
   std::string BatchArg;
+  /// Side file: the fork server library installed with the engine
+  /// (Installed.h), which a local distributor may preload into the compiler
+  /// to fork it for each job; empty when there is none.
+  std::string ForkServer;
 };
 
 /// Whether the remote compiler is our dtlto-backend (by its file name), which

@@ -1,6 +1,7 @@
 //===- Manifest.cpp - The JSON job manifest handed to a distributor -------===//
 
 #include "dtlto/Manifest.h"
+#include "dtlto/Installed.h"
 #include "dtlto/Options.h"
 #include "dtlto/WriteFile.h"
 
@@ -184,6 +185,7 @@ CommonPart makeCommonPart(const lto::Config &Conf, const Triple &TT,
                           const NativeBackendFiles *Native) {
   CommonPart C;
   C.LinkerOutput = std::string(LinkerOutput);
+  C.ForkServer = libraryBesideEngine("libdtlto-forkserver.so");
   std::vector<std::string> &A = C.Args;
   A.push_back(std::string(RemoteCompiler));
   A.insert(A.end(), PrependArgs.begin(), PrependArgs.end());
@@ -272,6 +274,8 @@ Error writeEngineInfo(StringRef Path, const CommonPart &Common,
         J.attribute("stream", 1);
       if (!Common.BatchArg.empty())
         J.attribute("batch_arg", Common.BatchArg);
+      if (!Common.ForkServer.empty())
+        J.attribute("fork_server", Common.ForkServer);
       J.attributeArray("input_bytes", [&] {
         for (const Job *Jb : Jobs)
           J.value(int64_t(Jb->InputBytes));

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dtlto/Plugin.h"
+#include "dtlto/Installed.h"
 #include "dtlto/Options.h"
 #include "dtlto/dtlto-plugin.h"
 
@@ -19,7 +20,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include <dlfcn.h>
 
 using namespace llvm;
 
@@ -29,32 +29,6 @@ StringRef builtinPluginNames() { return "local"; }
 
 static Error fail(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
-}
-
-// Where this engine is installed: the linker executable, or the preload
-// library.
-static Expected<std::string> selfPath(StringRef ToFind) {
-  Dl_info Self;
-  if (!dladdr(reinterpret_cast<void *>(&findPlugin), &Self) || !Self.dli_fname)
-    return fail("cannot tell where this linker is installed, so cannot find " +
-                ToFind);
-  SmallString<256> Real;
-  if (sys::fs::real_path(Self.dli_fname, Real))
-    Real = Self.dli_fname;
-  return std::string(Real);
-}
-
-// A program of ours next to the engine: bin/<Name> beside bin/lld, or
-// beside lib/ for the preload library; "" when there is none.
-static std::string besideSelf(StringRef Self, StringRef Name) {
-  StringRef Dir = sys::path::parent_path(Self);
-  for (const char *Rel : {"", "../bin"}) {
-    SmallString<256> Path(Dir);
-    sys::path::append(Path, Rel, Name);
-    if (sys::fs::can_execute(Path))
-      return std::string(Path);
-  }
-  return "";
 }
 
 namespace {
@@ -165,14 +139,14 @@ Expected<std::optional<PluginChoice>> findPlugin(StringRef Distributor) {
     return InProcess.takeError();
   C.InProcess = *InProcess;
   Expected<std::string> Self =
-      selfPath(C.InProcess ? "dtlto-backend" : "dtlto-plugin-host");
+      enginePath(C.InProcess ? "dtlto-backend" : "dtlto-plugin-host");
   if (!Self)
     return Self.takeError();
   if (C.InProcess) {
-    C.Backend = besideSelf(*Self, "dtlto-backend");
+    C.Backend = programBesideEngine(*Self, "dtlto-backend");
     return C;
   }
-  C.Host = besideSelf(*Self, "dtlto-plugin-host");
+  C.Host = programBesideEngine(*Self, "dtlto-plugin-host");
   if (C.Host.empty())
     return fail("DTLTO distributor plugins run in dtlto-plugin-host, which "
                 "is not installed next to '" +

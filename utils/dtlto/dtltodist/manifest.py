@@ -18,9 +18,11 @@ Our engine also writes a side file next to the manifest, which the manifest
 does not name (so distributors written for LLVM never see it): the manifest's
 path with ".json" replaced by ".dtlto.json" (docs/manifest.md).
   { "engine": "dtlto", "version": str, "jobs": N, "batch_arg": str (optional),
+    "fork_server": str (optional),
     "input_bytes": [int, ...] (one per job, in manifest order) }
-load() reads it when it is there: Job.input_bytes and Manifest.batch_arg
-come from it, and dispatch_order() starts the largest jobs first.
+load() reads it when it is there: Job.input_bytes, Manifest.batch_arg and
+Manifest.fork_server come from it, and dispatch_order() starts the largest
+jobs first.
 """
 
 import dataclasses
@@ -72,6 +74,7 @@ class Manifest:
     side_file: str | None = None  # the side file read, if any
     engine: str = ""  # which engine wrote it ("dtlto"), from the side file
     batch_arg: str = ""  # starts a batch worker (dtlto-backend --batch)
+    fork_server: str = ""  # the fork server library (forkserver.py), if any
     streaming: bool = False  # the jobs come on the job channel (events.JobFeed)
 
     @property
@@ -212,6 +215,8 @@ def _with_side_file(m: Manifest, data, path: str) -> Manifest:
                       f"{len(m.jobs)}: they are not of one link (remove the stale file)")
     batch = c.text(c.key(data, "batch_arg", "", str), "batch_arg") \
         if "batch_arg" in data else ""
+    fork_server = c.text(c.key(data, "fork_server", "", str), "fork_server") \
+        if "fork_server" in data else ""
     sizes = c.key(data, "input_bytes", "", list)
     if len(sizes) != len(m.jobs):
         raise c.error("input_bytes", f"has {len(sizes)} items for {len(m.jobs)} jobs")
@@ -225,7 +230,7 @@ def _with_side_file(m: Manifest, data, path: str) -> Manifest:
         raise c.error("stream", f"expected 0 or 1, got {_shown_json(stream)}")
     jobs = [dataclasses.replace(job, input_bytes=size) for job, size in zip(m.jobs, sizes)]
     return dataclasses.replace(m, jobs=jobs, side_file=path, engine=engine, batch_arg=batch,
-                               streaming=stream == 1)
+                               fork_server=fork_server, streaming=stream == 1)
 
 
 def parse(data, path: str = "<manifest>", key=None) -> Manifest:

@@ -1,10 +1,14 @@
-"""Process launching and supervision: the one place that starts processes.
+"""Process launching and supervision: the one place that starts job processes.
 
 Runner.run() starts jobs in manifest order on a number of slots, waits for
 them with one select() over pidfds, the jobserver and a signal wake-up pipe,
 and on the first failure stops launching and kills what still runs. Every
 job gets its own session (process group), so killing it also kills what it
-started (clang's cc1, a wrapper's children). A retry hook lets remote
+started (clang's cc1, a wrapper's children). Given a fork server
+(forkserver.py), it forks the jobs whose compiler is the server's from it
+instead of starting each; the server's channel then stands in for their
+pidfds. The compiler processes that outlive a job (workers.py's batch
+workers, the fork server) are started by those modules. A retry hook lets remote
 engines retry transient failures with the same loop; the default never
 retries, since a compiler error stays an error.
 
@@ -27,6 +31,8 @@ from collections import deque
 from dataclasses import dataclass
 from collections.abc import Callable
 
+from . import forkserver
+from .forkserver import ForkServer
 from .jobserver import JobServer
 from .events import JobFeed
 from .manifest import Job, Manifest, dispatch_order
@@ -295,9 +301,11 @@ def _raise_open_file_limit(slots: int | None) -> None:
 
 
 class _Running:
-    """A started job: its process, its pidfd and its captured output."""
+    """A started job: its process, what wakes us when it ends (its pidfd,
+    or its fork server's channel) and its captured output."""
 
-    def __init__(self, job: Job, attempt: int, argv: list[str], stdin_path: str | None = None):
+    def __init__(self, job: Job, attempt: int, argv: list[str], stdin_path: str | None = None,
+                 server: ForkServer | None = None):
         self.job = job
         self.attempt = attempt
         self.argv = argv
@@ -305,23 +313,35 @@ class _Running:
         # block on us, and we need no reader thread per job.
         self.out = unnamed_file()
         self.err = unnamed_file()
-        stdin = subprocess.DEVNULL
+        self.pidfd = None
         try:
-            if stdin_path:
-                stdin = open(stdin_path, "rb")
-            self.proc = subprocess.Popen(argv, stdin=stdin, stdout=self.out,
-                                         stderr=self.err, start_new_session=True)
+            with open(stdin_path or os.devnull, "rb") as stdin:  # the child has its own copy
+                self.proc = self._fork(server, stdin) or \
+                    subprocess.Popen(argv, stdin=stdin, stdout=self.out, stderr=self.err,
+                                     start_new_session=True)
         except OSError:
             self.out.close()
             self.err.close()
             raise
-        finally:
-            if stdin != subprocess.DEVNULL:
-                stdin.close()  # the child has its own copy
+        if isinstance(self.proc, forkserver.Child):
+            self.wake_fd = server.fileno()
+            return
         try:
             self.pidfd = os.pidfd_open(self.proc.pid)
         except (AttributeError, OSError):
-            self.pidfd = None  # old kernel: the runner polls instead
+            pass  # old kernel: the runner polls instead
+        self.wake_fd = self.pidfd
+
+    def _fork(self, server: ForkServer | None, stdin) -> forkserver.Child | None:
+        """The job forked from server, when its compiler is the server's;
+        None when it is not, or the server cannot (the job then starts as a
+        process of its own, as it would without one)."""
+        if server is None or not server.alive or self.argv[0] != server.compiler:
+            return None
+        try:
+            return server.spawn(self.argv, os.getcwd(), stdin, self.out, self.err)
+        except OSError:
+            return None
 
     def kill(self) -> None:
         # The job leads its own process group: kill it and all it started.
@@ -335,8 +355,9 @@ class _Running:
             return data
         if self.pidfd is not None:
             os.close(self.pidfd)
-        return JobResult(self.job, self.attempt, self.proc.returncode,
-                         read(self.out), read(self.err))
+        lost = getattr(self.proc, "lost", "")
+        return JobResult(self.job, self.attempt, None if lost else self.proc.returncode,
+                         read(self.out), read(self.err), problem=lost)
 
 
 def take_feed(feed: JobFeed, reporter: Reporter, jobs: list[Job]):
@@ -410,8 +431,9 @@ class Runner:
                  collect: CollectHook | None = None,
                  shown: Callable[[Job, list[str]], list[str]] | None = None,
                  grace: float | None = None, worker: WorkerHook | None = None,
-                 cancel: CancelHook | None = None):
+                 cancel: CancelHook | None = None, server: ForkServer | None = None):
         self.reporter = reporter
+        self.server = server
         self.slots = slots
         self.command = command
         self.retry = retry
@@ -498,7 +520,7 @@ class Runner:
                 problem = f"could not be prepared: {e}"
             else:
                 try:
-                    r = _Running(job, attempt, argv, stdin_path)
+                    r = _Running(job, attempt, argv, stdin_path, self.server)
                 except OSError as e:
                     problem = f"could not be started: {argv[0]}: {e.strerror}"
                 else:
@@ -520,13 +542,18 @@ class Runner:
         if feed is not None:
             poller.register(feed.fileno(), select.POLLIN)
         for r in running.values():
-            if r.pidfd is not None:
-                poller.register(r.pidfd, select.POLLIN)
+            if r.wake_fd is not None:
+                poller.register(r.wake_fd, select.POLLIN)
         token_fd = self.slots.token_fd()
         if want_token and token_fd is not None:
             poller.register(token_fd, select.POLLIN)
-        polling = any(r.pidfd is None for r in running.values())
-        poller.poll(50 if polling else None)
+        polling = any(r.wake_fd is None for r in running.values())
+        # A fork server's channel may have been read already (starting a
+        # job reads what came before the job's pid): a job whose end was
+        # read there has its returncode, and no wake-up is left for it.
+        ended = any(isinstance(r.proc, forkserver.Child) and r.proc.returncode is not None
+                    for r in running.values())
+        poller.poll(0 if ended else 50 if polling else None)
         try:
             while os.read(wake_fd, 64):
                 pass  # drain: the handler already noted the signal
@@ -650,6 +677,8 @@ def _has_exited(proc: subprocess.Popen) -> bool:
     """Has proc exited? On POSIX without reaping it (see supervise)."""
     if proc.returncode is not None:
         return True
+    if isinstance(proc, forkserver.Child):
+        return proc.poll() is not None  # its server reaps it
     if hasattr(os, "waitid"):
         try:
             return os.waitid(os.P_PID, proc.pid,
@@ -705,6 +734,9 @@ def signal_group(proc: subprocess.Popen, signo: int | None) -> None:
     On Windows only the kill is done: the engine shares our console, so the
     Ctrl-C that stops us has already reached it.
     """
+    if isinstance(proc, forkserver.Child):
+        proc.signal_group(signal.SIGKILL if signo is None else signo)
+        return
     try:
         if os.name == "posix":
             os.killpg(proc.pid, signal.SIGKILL if signo is None else signo)
