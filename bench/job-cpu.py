@@ -15,6 +15,15 @@ list the jobs in module order, so job i compiles the same module in both
 (checked: the same bytes); what differs is what each engine puts in the
 shard and on the command line. Prints the sums, their ratio and the median of the
 per-job ratios: whether the clang jobs cost ours more than stock's.
+
+  bench/job-cpu.py --program gen1000 --fork-server [--every 20] [--rounds 2]
+
+compares instead ours's jobs forked from one clang (local.py's fork server,
+utils/dtlto/dtltodist/forkserver.py) with the same jobs each started
+afresh. A forked job's CPU is its server's to collect, so the picked jobs
+run as two passes a round, one each way, their order changing from round
+to round; a forked pass starts its own server (its start counted, as a
+link's is) and sums that server's CPU with its jobs'.
 """
 
 import json
@@ -32,6 +41,8 @@ from benchlib import BenchError, doc_parser  # noqa: E402
 from benchlib.generate import add_replay_options, require_generated  # noqa: E402
 
 SRC_ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(SRC_ROOT, "utils", "dtlto"))
+from dtltodist.forkserver import ForkServer  # noqa: E402
 
 # A distributor that keeps the manifest (its last argument) and fails.
 GRAB = """import shutil, sys
@@ -77,6 +88,57 @@ def job_cpu(m, i, cwd, out):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def pass_cpu(m, picked, cwd, out, library=None):
+    """The CPU of the picked jobs of m run one after the other: each started
+    afresh, or (library) forked from one server started for the pass."""
+    before = children_cpu()
+    server = None
+    if library:
+        server, why = ForkServer.start(m["common"]["args"][0], library)
+        if not server:
+            sys.exit(f"bench/job-cpu.py: {why}")
+    for i in picked:
+        cmd = m["common"]["args"] + m["jobs"][i]["args"]
+        cmd[cmd.index("-o") + 1] = out
+        if not server:
+            subprocess.run(cmd, cwd=cwd, check=True)
+            continue
+        with open(os.devnull, "rb") as null:
+            child = server.spawn(cmd, cwd, null, sys.stdout, sys.stderr)
+        if child.wait():
+            sys.exit(f"bench/job-cpu.py: job {i} failed under the fork server")
+    if server:
+        server.close()  # waits for it: its jobs' CPU is now ours to count
+    return children_cpu() - before
+
+
+def fork_main(args, build):
+    library = os.path.join(os.path.dirname(os.path.realpath(args.ld_lld)), "..", "lib",
+                           "libdtlto-forkserver.so")
+    m = manifest(build, os.path.abspath(args.ld_lld), args.clang, args.work, "ours",
+                 sys.executable)
+    picked = range(0, len(m["jobs"]), args.every)
+    total = {"forked": 0.0, "fresh": 0.0}
+    rounds = []
+    for r in range(args.rounds):
+        order = ("forked", "fresh") if r % 2 == 0 else ("fresh", "forked")
+        cpu = {way: pass_cpu(m, picked, build["cwd"], os.path.join(args.work, f"{way}.o"),
+                             library if way == "forked" else None) for way in order}
+        for way in total:
+            total[way] += cpu[way]
+        rounds.append(cpu["forked"] / cpu["fresh"])
+    print(f"{args.program} (module scale {args.gen_module_scale}): {len(picked)} jobs x "
+          f"{args.rounds} rounds: forked {total['forked']:.2f} s, fresh {total['fresh']:.2f} s "
+          f"of CPU; forked / fresh {total['forked'] / total['fresh']:.3f}, by round "
+          + ", ".join(f"{x:.3f}" for x in rounds))
+    shutil.rmtree(args.work, ignore_errors=True)
+
+
 def main():
     p = doc_parser(__doc__)
     p.add_argument("--program", required=True, help="a generated program: gen1000, ...")
@@ -86,6 +148,9 @@ def main():
                    help="where the links' files go; emptied first (default: %(default)s)")
     add_replay_options(p, SRC_ROOT)
     p.add_argument("--clang", default="/usr/lib/llvm-22/bin/clang")
+    p.add_argument("--fork-server", action="store_true",
+                   help="compare ours's jobs forked from one clang with the same jobs "
+                        "started afresh, instead of ours with stock")
     args = p.parse_args()
     try:
         build = require_generated(args.cache, args.program, args.gen_module_scale)
@@ -95,6 +160,9 @@ def main():
     os.makedirs(args.work)
     with open(os.path.join(args.work, "grab.py"), "w") as f:
         f.write(GRAB)
+    if args.fork_server:
+        fork_main(args, build)
+        return
     engines = {"ours": os.path.abspath(args.ld_lld), "stock": args.stock_ld_lld}
     m = {name: manifest(build, ld, args.clang, args.work, name, sys.executable)
          for name, ld in engines.items()}
