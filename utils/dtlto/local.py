@@ -64,18 +64,18 @@ def main() -> int:
     feed = JobFeed.from_environment(m)
     if m.batch_arg and not args.no_batch:
         return workers.BatchRunner(reporter, slots, m).run(m.jobs, feed)
-    server = None
+    forks = None
     if m.fork_server and not args.no_fork_server:
-        server, why = ForkServer.start(m.compiler, m.fork_server)
-        reporter.verbose_note(f"fork server: {m.compiler} (pid {server.proc.pid}) forks "
-                              "each job" if server else f"no fork server: {why}")
+        forks, why = ForkServer.start(m.compiler, m.fork_server)
+        reporter.verbose_note(f"fork server: {m.compiler} (pid {forks.proc.pid}) forks "
+                              "each job" if forks else f"no fork server: {why}")
     try:
-        return Runner(reporter, slots, server=server).run(m.jobs, feed)
+        return Runner(reporter, slots, fork_server=forks).run(m.jobs, feed)
     finally:
-        if server:
-            reporter.verbose_note(f"fork server: {server.forked} jobs forked"
-                                  + (f"; {server.lost}" if server.lost else ""))
-            server.close()
+        if forks:
+            reporter.verbose_note(f"fork server: {forks.forked} jobs forked"
+                                  + (f"; {forks.lost}" if forks.lost else ""))
+            forks.close()
 
 
 if __name__ == "__main__":

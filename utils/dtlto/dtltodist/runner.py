@@ -8,9 +8,9 @@ started (clang's cc1, a wrapper's children). Given a fork server
 (forkserver.py), it forks the jobs whose compiler is the server's from it
 instead of starting each; the server's channel then stands in for their
 pidfds. The compiler processes that outlive a job (workers.py's batch
-workers, the fork server) are started by those modules. A retry hook lets remote
-engines retry transient failures with the same loop; the default never
-retries, since a compiler error stays an error.
+workers, the fork server) are started by those modules. A retry hook lets
+remote engines retry transient failures with the same loop; the default
+never retries, since a compiler error stays an error.
 
 supervise() runs one engine process that runs every job itself (SN-DBS's
 dbsbuild, Incredibuild's ib_console). It is the one part of this module
@@ -305,7 +305,7 @@ class _Running:
     or its fork server's channel) and its captured output."""
 
     def __init__(self, job: Job, attempt: int, argv: list[str], stdin_path: str | None = None,
-                 server: ForkServer | None = None):
+                 fork_server: ForkServer | None = None):
         self.job = job
         self.attempt = attempt
         self.argv = argv
@@ -316,7 +316,7 @@ class _Running:
         self.pidfd = None
         try:
             with open(stdin_path or os.devnull, "rb") as stdin:  # the child has its own copy
-                self.proc = self._fork(server, stdin) or \
+                self.proc = self._fork(fork_server, stdin) or \
                     subprocess.Popen(argv, stdin=stdin, stdout=self.out, stderr=self.err,
                                      start_new_session=True)
         except OSError:
@@ -324,7 +324,7 @@ class _Running:
             self.err.close()
             raise
         if isinstance(self.proc, forkserver.Child):
-            self.wake_fd = server.fileno()
+            self.wake_fd = fork_server.fileno()
             return
         try:
             self.pidfd = os.pidfd_open(self.proc.pid)
@@ -431,9 +431,9 @@ class Runner:
                  collect: CollectHook | None = None,
                  shown: Callable[[Job, list[str]], list[str]] | None = None,
                  grace: float | None = None, worker: WorkerHook | None = None,
-                 cancel: CancelHook | None = None, server: ForkServer | None = None):
+                 cancel: CancelHook | None = None, fork_server: ForkServer | None = None):
         self.reporter = reporter
-        self.server = server
+        self.fork_server = fork_server
         self.slots = slots
         self.command = command
         self.retry = retry
@@ -520,7 +520,7 @@ class Runner:
                 problem = f"could not be prepared: {e}"
             else:
                 try:
-                    r = _Running(job, attempt, argv, stdin_path, self.server)
+                    r = _Running(job, attempt, argv, stdin_path, self.fork_server)
                 except OSError as e:
                     problem = f"could not be started: {argv[0]}: {e.strerror}"
                 else:
