@@ -197,7 +197,12 @@ class ForkServer:
         """The server is gone: its jobs died with it (PR_SET_PDEATHSIG)."""
         if self.lost:
             return
-        self.proc.poll()
+        # Its end of the channel closes as it exits: its status is moments
+        # away, and says why (-9: killed, by the OOM killer say).
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
         self.lost = why if self.proc.returncode is None else \
             f"{why} (status {self.proc.returncode})"
         for child in self.children.values():
