@@ -28,7 +28,6 @@ import socket
 import subprocess
 
 ENV_FD = "DTLTO_FORKSERVER_FD"
-LIBRARY = "libdtlto-forkserver.so"
 # How long the compiler may take to start; it is one compiler start.
 READY_TIMEOUT = 60.0
 # A request must fit the server's buffer (ForkServer.cpp: 1 MiB); longer
