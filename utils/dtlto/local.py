@@ -49,9 +49,14 @@ def main() -> int:
     parser.add_argument("--no-batch", action="store_true",
                         help="start one compiler process per job even when the "
                              "compiler can run many (dtlto-backend --batch)")
-    parser.add_argument("--no-fork-server", action="store_true",
-                        help="start each job's compiler afresh instead of forking "
-                             "it from one started compiler (the fork server)")
+    forking = parser.add_mutually_exclusive_group()
+    forking.add_argument("--fork-server", metavar="LIB",
+                         help="the fork server library (libdtlto-forkserver.so) when "
+                              "the manifest names none: a link by another engine, "
+                              "such as LLVM's own")
+    forking.add_argument("--no-fork-server", action="store_true",
+                         help="start each job's compiler afresh instead of forking "
+                              "it from one started compiler (the fork server)")
     args = parser.parse_args()
     reporter = Reporter.for_args(PROG, args)
     server, note = jobserver.from_environment()
@@ -65,8 +70,9 @@ def main() -> int:
     if m.batch_arg and not args.no_batch:
         return workers.BatchRunner(reporter, slots, m).run(m.jobs, feed)
     forks = None
-    if m.fork_server and not args.no_fork_server:
-        forks, why = ForkServer.start(m.compiler, m.fork_server)
+    library = m.fork_server or args.fork_server
+    if library and not args.no_fork_server:
+        forks, why = ForkServer.start(m.compiler, os.path.abspath(library))
         reporter.verbose_note(f"fork server: {m.compiler} (pid {forks.proc.pid}) forks "
                               "each job" if forks else f"no fork server: {why}")
     try:
