@@ -53,6 +53,7 @@ using StartFn = int (*)(MainFn, int, char **, void (*)(), void (*)(),
 
 MainFn RealMain;
 int Sock = -1;
+pid_t Server;        // this process, which each job must die with
 int ChildSignals = -1; // a signalfd: SIGCHLD, blocked, read from the loop
 sigset_t StartMask; // the mask the compiler was started with, for each job
 
@@ -85,6 +86,8 @@ void reply(const char *Fmt, ...) {
                             char **Argv) {
   setsid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != Server) // it died before the line above
+    _exit(127);
   for (int I = 0; I < 3; ++I)
     if (dup2(Fds[I], I) < 0)
       _exit(127);
@@ -176,6 +179,7 @@ void reap() {
     _exit(1);
   // The client asked for this process, and waits for the word; a server
   // that cannot be one never says it, and the client runs without it.
+  Server = getpid();
   if (send(Sock, "ready", 5, MSG_NOSIGNAL) != 5)
     _exit(1);
   for (;;) {
@@ -211,7 +215,10 @@ void reap() {
       if (C->cmsg_level == SOL_SOCKET && C->cmsg_type == SCM_RIGHTS &&
           C->cmsg_len == CMSG_LEN(sizeof Fds))
         memcpy(Fds, CMSG_DATA(C), sizeof Fds);
-    if (strncmp(Request, "run", 4) == 0 && !(M.msg_flags & MSG_TRUNC))
+    if (strncmp(Request, "run", 4) == 0 && (M.msg_flags & MSG_TRUNC))
+      reply("failed %ld the command line is longer than %zu bytes",
+            strtol(Request + 4, nullptr, 10), MaxRequest);
+    else if (strncmp(Request, "run", 4) == 0)
       run(size_t(N), Fds);
     else if (strncmp(Request, "kill ", 5) == 0)
       signalJob(Request);

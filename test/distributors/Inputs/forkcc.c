@@ -1,5 +1,5 @@
 /* A fake compiler for fork-server.test, in C so that the fork server can be
- * preloaded into it: forkcc MODULE -fthinlto-index=SHARD -o OUT.
+ * preloaded into it: forkcc MODULE -fthinlto-index=SHARD -o OUT [IGNORED...].
  * OUT says whether this job was forked from a process started earlier (the
  * fork server) or started afresh, what its environment and directory are,
  * and whether stdin was empty. Modules named fail*, crash* and hang* fail,
@@ -25,7 +25,7 @@ static void mark(const char *What, const char *Module, long Value) {
 }
 
 int main(int Argc, char **Argv) {
-  if (Argc != 5 || strcmp(Argv[3], "-o")) {
+  if (Argc < 5 || strcmp(Argv[3], "-o")) {
     fprintf(stderr, "usage: forkcc MODULE -fthinlto-index=SHARD -o OUT\n");
     return 2;
   }

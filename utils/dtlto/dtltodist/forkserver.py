@@ -20,6 +20,7 @@ whether the job has been reaped, so a reused pid is never signalled.
 """
 
 import array
+import errno
 import os
 import select
 import shutil
@@ -141,6 +142,8 @@ class ForkServer:
         try:
             self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
         except OSError as e:
+            if e.errno in (errno.EMSGSIZE, errno.ENOBUFS):
+                raise  # this command line alone: it runs as a process of its own
             self._lose(f"the fork server stopped taking jobs ({e.strerror})")
             raise OSError(0, self.lost) from None
         while True:
