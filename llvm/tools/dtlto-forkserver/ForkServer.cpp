@@ -31,10 +31,10 @@
 //===----------------------------------------------------------------------===//
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdarg>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -53,9 +53,9 @@ using StartFn = int (*)(MainFn, int, char **, void (*)(), void (*)(),
 
 MainFn RealMain;
 int Sock = -1;
-pid_t Server;        // this process, which each job must die with
+pid_t Server;          // this process, which each job must die with
 int ChildSignals = -1; // a signalfd: SIGCHLD, blocked, read from the loop
-sigset_t StartMask; // the mask the compiler was started with, for each job
+sigset_t StartMask;    // the mask the compiler was started with, for each job
 
 // A request can carry a long command line; larger ones the client runs
 // without us.
@@ -239,7 +239,8 @@ int wrappedMain(int Argc, char **Argv, char **Env) {
 void dropSelfFromPreload() {
   Dl_info Self;
   const char *Preload = getenv("LD_PRELOAD");
-  if (!Preload || !dladdr(reinterpret_cast<void *>(&dropSelfFromPreload), &Self) ||
+  if (!Preload ||
+      !dladdr(reinterpret_cast<void *>(&dropSelfFromPreload), &Self) ||
       !Self.dli_fname)
     return;
   const char *Base = strrchr(Self.dli_fname, '/');
@@ -251,7 +252,8 @@ void dropSelfFromPreload() {
     size_t Len = strcspn(P, ": ");
     const char *Name = static_cast<const char *>(memrchr(P, '/', Len));
     Name = Name ? Name + 1 : P;
-    bool Ours = size_t(P + Len - Name) == BaseLen && !memcmp(Name, Base, BaseLen);
+    bool Ours =
+        size_t(P + Len - Name) == BaseLen && !memcmp(Name, Base, BaseLen);
     if (!Ours) {
       if (Used + Len + 2 > sizeof Kept)
         return; // too long to rewrite: leave it as it is

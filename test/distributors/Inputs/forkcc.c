@@ -51,9 +51,11 @@ int main(int Argc, char **Argv) {
   FILE *Out = fopen(Argv[4], "w");
   if (!Out || !getcwd(Cwd, sizeof Cwd))
     return 3;
-  fprintf(Out, "object of %s\nforked %s\nLD_PRELOAD %s\nDTLTO_FORKSERVER_FD %s\n",
-          Module, getpid() != LoadedIn ? "yes" : "no", Preload ? Preload : "unset",
-          Fd ? Fd : "unset");
-  fprintf(Out, "stdin %s\ncwd %s\n", getchar() == EOF ? "empty" : "not empty", Cwd);
+  fprintf(Out,
+          "object of %s\nforked %s\nLD_PRELOAD %s\nDTLTO_FORKSERVER_FD %s\n",
+          Module, getpid() != LoadedIn ? "yes" : "no",
+          Preload ? Preload : "unset", Fd ? Fd : "unset");
+  fprintf(Out, "stdin %s\ncwd %s\n", getchar() == EOF ? "empty" : "not empty",
+          Cwd);
   return fclose(Out) ? 3 : 0;
 }
