@@ -353,9 +353,9 @@ static Error compileModule(Link &L, StringRef ModuleName,
 // (module files and sent modules mapped, their entries and names in
 // KeptMemory.h's pages). Kept in the jobs' arena, it fragmented it: a worker
 // of a 30,000-module link spent twice in-process's time in malloc.
-static Error onJobThread(function_ref<Error()> Work) {
+template <typename T> static T onJobThread(function_ref<T()> Work) {
   static DefaultThreadPool Pool(hardware_concurrency(1));
-  std::optional<Error> Result;
+  std::optional<T> Result;
   Pool.async([&] {
     // The pool names it llvm-worker-0; profiles count it as the worker's.
     static std::once_flag Named;
@@ -749,11 +749,7 @@ static int runMemoryWorker() {
   if (Error E = loadConfig(L, "<memory>", Config))
     return die(std::move(E));
 
-  int RC = 0;
-  cantFail(onJobThread([&] {
-    RC = runMemoryJobs(In, L);
-    return Error::success();
-  }));
+  int RC = onJobThread<int>([&] { return runMemoryJobs(In, L); });
   // It exits without freeing what it holds, as a batch worker does.
   outs().flush();
   sys::Process::Exit(RC, /*NoCleanup=*/true);
@@ -791,11 +787,7 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
     return die(std::move(E));
 
   if (Inv.Batch) {
-    int RC = 0;
-    cantFail(onJobThread([&] {
-      RC = runBatch(L);
-      return Error::success();
-    }));
+    int RC = onJobThread<int>([&] { return runBatch(L); });
     // Every object is written and every reply flushed. The distributor waits
     // for its workers after the link's last job: freeing the modules here
     // would only make the link wait longer.
@@ -807,7 +799,7 @@ static int runInvocation(const Invocation &Inv, StringRef ObjectOverride) {
     return die(J.takeError());
   if (!ObjectOverride.empty())
     J->Object = ObjectOverride.str();
-  if (Error E = onJobThread([&] { return runJob(L, *J); }))
+  if (Error E = onJobThread<Error>([&] { return runJob(L, *J); }))
     return die(std::move(E));
   return 0;
 }
