@@ -79,9 +79,15 @@ def same_module(m, i, cwd):
     return module_bytes("ours") == module_bytes("stock")
 
 
-def job_cpu(m, i, cwd, out):
+def job_command(m, i, out):
+    """Job i of manifest m, its object written to out."""
     cmd = m["common"]["args"] + m["jobs"][i]["args"]
     cmd[cmd.index("-o") + 1] = out
+    return cmd
+
+
+def job_cpu(m, i, cwd, out):
+    cmd = job_command(m, i, out)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, cwd=cwd, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -103,8 +109,7 @@ def pass_cpu(m, picked, cwd, out, library=None):
         if not server:
             sys.exit(f"bench/job-cpu.py: {why}")
     for i in picked:
-        cmd = m["common"]["args"] + m["jobs"][i]["args"]
-        cmd[cmd.index("-o") + 1] = out
+        cmd = job_command(m, i, out)
         if not server:
             subprocess.run(cmd, cwd=cwd, check=True)
             continue

@@ -46,10 +46,9 @@ def _exe(pid: int) -> str:
 class Child:
     """A job forked by the server, in the place of a subprocess.Popen."""
 
-    def __init__(self, server: "ForkServer", pid: int, args: list[str]):
+    def __init__(self, server: "ForkServer", pid: int):
         self.server = server
         self.pid = pid
-        self.args = args
         self.returncode: int | None = None
         self.lost = ""  # why it died with its server, if it did
 
@@ -155,7 +154,7 @@ class ForkServer:
                 break
         if word == b"failed":
             raise OSError(0, f"the fork server could not start it: {rest.decode(errors='replace')}")
-        child = Child(self, int(rest), argv)
+        child = Child(self, int(rest))
         self.children[child.pid] = child
         self.forked += 1
         return child
