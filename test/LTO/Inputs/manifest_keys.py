@@ -2,6 +2,7 @@
 level, then what its side file (MANIFEST with .json -> .dtlto.json) holds,
 so a test can check that the manifest has exactly LLVM 22's keys."""
 import json
+import os
 import sys
 
 
@@ -21,10 +22,13 @@ def main():
         print("side file: none")
         return
     parts = []
-    for key in ("batch_arg", "engine", "input_bytes", "jobs", "version"):
+    known = ("batch_arg", "engine", "fork_server", "input_bytes", "jobs", "version")
+    for key in known:
         value = s.get(key, "absent")
+        if key == "fork_server" and value != "absent":
+            value = os.path.basename(value)  # where the build is, not what it is
         parts.append(f"{key}={len(value) if isinstance(value, list) else value}")
-    extra = sorted(set(s) - {"batch_arg", "engine", "input_bytes", "jobs", "version"})
+    extra = sorted(set(s) - set(known))
     print("side file:", " ".join(parts), *(f"unknown={k}" for k in extra))
 
 

@@ -447,6 +447,7 @@ def role(file: str, path: tuple) -> str:
     if file == "side":
         return {(): "side", ("engine",): "text", ("version",): "text-optional",
                 ("jobs",): "count", ("batch_arg",): "text-optional",
+                ("fork_server",): "text-optional",
                 ("input_bytes",): "sizes"}.get(path) or (
             "size" if len(path) == 2 and path[0] == "input_bytes" else "extra")
     n = len(path)
@@ -1111,7 +1112,8 @@ def side_disagrees(rng, m):
                        "count-float", "sizes-short", "sizes-long", "size-negative",
                        "size-bool", "size-float", "size-string", "batch-number",
                        "batch-nul", "engine-missing", "engine-number", "version-number",
-                       "added", "removed", "batch-odd"))
+                       "added", "removed", "batch-odd", "fork-server-number",
+                       "fork-server-nul", "fork-server-odd"))
     if not m.has_side and what != "added":
         what = "added"
     if what == "added":
@@ -1154,6 +1156,14 @@ def side_disagrees(rng, m):
             s["batch_arg"] = "--ba\0tch"
         elif what == "batch-odd":
             s["batch_arg"] = rng.choice(("", "--no-such-flag", "-o", "x" * 5000))
+            m.expect = EITHER
+        elif what == "fork-server-number":
+            s["fork_server"] = 1
+        elif what == "fork-server-nul":
+            s["fork_server"] = "lib\0.so"
+        elif what == "fork-server-odd":
+            # No such library, or not one: the jobs run afresh.
+            s["fork_server"] = rng.choice(("", "no-such-lib.so", "/", "x" * 5000))
             m.expect = EITHER
         elif what == "engine-missing":
             del s["engine"]
