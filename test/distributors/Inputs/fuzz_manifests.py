@@ -1105,6 +1105,14 @@ def manifest_name(rng, m):
     m.what = f"the manifest is named {m.manifest_name!r}"
 
 
+# The side file's optional strings, as side_disagrees mutates them: the
+# mutation's name, the key, the value with a NUL, odd values.
+SIDE_TEXT = {
+    "batch": ("batch_arg", "--ba\0tch", ("", "--no-such-flag", "-o", "x" * 5000)),
+    "fork-server": ("fork_server", "lib\0.so", ("", "no-such-lib.so", "/", "x" * 5000)),
+}
+
+
 def side_disagrees(rng, m):
     """A side file that is not of this manifest's link."""
     n = jobs_count(m)
@@ -1150,21 +1158,15 @@ def side_disagrees(rng, m):
         elif what.startswith("size-"):
             s["input_bytes"][rng.randrange(n)] = {"size-negative": -1, "size-bool": True,
                                                   "size-float": 1.5, "size-string": "1"}[what]
-        elif what == "batch-number":
-            s["batch_arg"] = 1
-        elif what == "batch-nul":
-            s["batch_arg"] = "--ba\0tch"
-        elif what == "batch-odd":
-            s["batch_arg"] = rng.choice(("", "--no-such-flag", "-o", "x" * 5000))
-            m.expect = EITHER
-        elif what == "fork-server-number":
-            s["fork_server"] = 1
-        elif what == "fork-server-nul":
-            s["fork_server"] = "lib\0.so"
-        elif what == "fork-server-odd":
-            # No such library, or not one: the jobs run afresh.
-            s["fork_server"] = rng.choice(("", "no-such-lib.so", "/", "x" * 5000))
-            m.expect = EITHER
+        elif what.rsplit("-", 1)[0] in SIDE_TEXT:
+            name, kind = what.rsplit("-", 1)
+            key, with_nul, odd = SIDE_TEXT[name]
+            # A number or a NUL is refused; an odd string is the
+            # distributor's to use or not (no such flag, no such library:
+            # the jobs then run afresh).
+            if kind == "odd":
+                m.expect = EITHER
+            s[key] = {"number": 1, "nul": with_nul}.get(kind) or rng.choice(odd)
         elif what == "engine-missing":
             del s["engine"]
         elif what == "engine-number":
