@@ -14,7 +14,8 @@
 //
 // The protocol, one datagram a message (docs/local-distributor.md, "The
 // fork server"):
-//   server -> client  "ready"                        once, before any job
+//   server -> client  "ready"                        once, before any job,
+//                     or "refused REASON" and it exits
 //   client -> server  "run\0TAG\0CWD\0ARG0\0...ARGn\0" with SCM_RIGHTS of
 //                     the job's stdin, stdout and stderr
 //   server -> client  "started TAG PID" or "failed TAG REASON"
@@ -24,7 +25,9 @@
 //   server -> client  "exited PID STATUS" (STATUS as waitpid gives it)
 // When the client closes its end, the server kills every job's group, reaps
 // them and exits. Each job runs in a session of its own and dies with the
-// server (PR_SET_PDEATHSIG).
+// server (PR_SET_PDEATHSIG). Until it says ready, the server's stderr is the
+// client's to read (why a compiler failed to become one); from then on it
+// is /dev/null, and each job has its own.
 //
 // Plain POSIX and no LLVM: it runs inside someone else's compiler.
 //
@@ -35,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -169,6 +173,18 @@ void reap() {
   _exit(0);
 }
 
+// The threads of this process (0 when /proc cannot say).
+int countThreads() {
+  DIR *Tasks = opendir("/proc/self/task");
+  if (!Tasks)
+    return 0;
+  int N = 0;
+  while (dirent *E = readdir(Tasks))
+    N += E->d_name[0] != '.';
+  closedir(Tasks);
+  return N;
+}
+
 [[noreturn]] void serve() {
   sigset_t Child;
   sigemptyset(&Child);
@@ -178,8 +194,27 @@ void reap() {
   if (ChildSignals < 0)
     _exit(1);
   // The client asked for this process, and waits for the word; a server
-  // that cannot be one never says it, and the client runs without it.
+  // that cannot be one never says it (or says why not), and the client runs
+  // its jobs without it.
   Server = getpid();
+  // A fork copies the calling thread only: threads the compiler started
+  // before main (a preloaded library's, say) would be missing from every
+  // job, with whatever locks they held held forever.
+  int Threads = countThreads();
+  if (Threads == 0)
+    reply("refused it cannot count its threads (/proc/self/task)");
+  else if (Threads > 1)
+    reply("refused it runs %d threads before its main, and a fork would "
+          "copy one",
+          Threads);
+  if (Threads != 1)
+    _exit(1);
+  int Null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (Null < 0)
+    _exit(1);
+  for (int Fd = 0; Fd < 3; ++Fd)
+    dup2(Null, Fd);
+  close(Null);
   if (send(Sock, "ready", 5, MSG_NOSIGNAL) != 5)
     _exit(1);
   for (;;) {

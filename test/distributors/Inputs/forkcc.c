@@ -4,7 +4,9 @@
  * fork server) or started afresh, what its environment and directory are,
  * and whether stdin was empty. Modules named fail*, crash* and hang* fail,
  * die of SIGSEGV, or write marks/pid.MODULE and marks/ppid.MODULE and wait
- * forever. */
+ * forever. Built with -DSTART_THREAD it starts a thread before main; with
+ * -DHANG_AT_START it never gets to main. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +14,21 @@
 #include <unistd.h>
 
 static pid_t LoadedIn;
-__attribute__((constructor)) static void loaded(void) { LoadedIn = getpid(); }
+static void *idle(void *Unused) {
+  (void)Unused;
+  for (;;)
+    pause();
+}
+__attribute__((constructor)) static void loaded(void) {
+  LoadedIn = getpid();
+#ifdef START_THREAD
+  pthread_t Thread;
+  pthread_create(&Thread, 0, idle, 0);
+#endif
+#ifdef HANG_AT_START
+  idle(0);
+#endif
+}
 
 static void mark(const char *What, const char *Module, long Value) {
   char Path[4096];

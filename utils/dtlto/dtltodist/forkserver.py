@@ -90,8 +90,10 @@ class ForkServer:
         env["LD_PRELOAD"] = f"{preload}:{library}" if preload else library
         env[ENV_FD] = str(theirs.fileno())
         try:
+            # Its stderr is ours to read until it says ready (then it is
+            # /dev/null): what a compiler that fails to start says.
             proc = subprocess.Popen([compiler], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                     env=env, pass_fds=[theirs.fileno()],
                                     start_new_session=True)
         except OSError as e:
@@ -100,23 +102,40 @@ class ForkServer:
         finally:
             theirs.close()
         ready, _, _ = select.select([ours], [], [], READY_TIMEOUT)
-        word = ours.recv(64) if ready else b""
-        why = "it did not answer" if not ready else \
-            "it exited instead (not a dynamically linked program?)"
+        word = ours.recv(512) if ready else b""
         if word == b"ready":
             # A wrapper script that execs the compiler would pass the
             # preload on: the server would be the compiler without what
             # the wrapper does for each job. Only the program itself serves.
+            proc.stderr.close()
             running = _exe(proc.pid)
             if running == os.path.realpath(shutil.which(compiler) or compiler):
                 return cls(proc, ours, compiler), ""
             why = f"it runs {running} (a wrapper?)"
+        elif word.startswith(b"refused "):
+            why = word[len(b"refused "):].decode(errors="replace")
+        elif not ready:
+            why = f"it did not say it was ready within {READY_TIMEOUT:g} s"
+            os.killpg(proc.pid, signal.SIGKILL)  # hung: closing our end won't do
+        else:
+            why = ""  # it exited: its status says more, below
         ours.close()
         try:
             proc.wait(timeout=10)  # our channel closed: a server ends
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if not why:
+            why = (f"it exited with status {proc.returncode} instead "
+                   "(not a dynamically linked program?)")
+        if not proc.stderr.closed:
+            # Whatever it wrote is in the pipe; a process it left behind
+            # may hold the pipe open, so no waiting for the end.
+            os.set_blocking(proc.stderr.fileno(), False)
+            said = (proc.stderr.read(4096) or b"").decode(errors="replace")
+            proc.stderr.close()
+            if said.strip():
+                why += f"; its last words: {said.strip().splitlines()[-1]}"
         return None, f"{compiler} did not become a fork server: {why}"
 
     def fileno(self) -> int:
