@@ -72,27 +72,25 @@ except ImportError:
 # command line names this source or build tree), every 10 minutes, so that
 # a hung CI run says which test and which process hung.
 def _watch_for_hangs(lit_pid, trees, first=1800, every=600):
-    import subprocess
+    import importlib.util
     import sys
     import time
+    spec = importlib.util.spec_from_file_location(
+        "procfs", os.path.join(src_root, "test", "Inputs", "procfs.py"))
+    procfs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(procfs)
     time.sleep(first)
     while True:
-        rows = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,etimes=,args="],
-                              capture_output=True, text=True).stdout.splitlines()
-        table = {}
-        for row in rows:
-            parts = row.split(None, 3)
-            if len(parts) == 4:
-                table[int(parts[0])] = (int(parts[1]), parts[2], parts[3])
+        table = procfs.snapshot()
         def under_lit(pid):
             while pid in table and pid not in (0, 1):
                 if pid == lit_pid:
                     return True
-                pid = table[pid][0]
+                pid = table[pid].ppid
             return False
-        shown = [f"  {pid} (parent {ppid}, {secs} s): {args[:400]}"
-                 for pid, (ppid, secs, args) in sorted(table.items())
-                 if pid != lit_pid and (under_lit(pid) or any(t in args for t in trees))]
+        shown = [f"  {pid} (parent {row.ppid}, {row.seconds:.0f} s): {row.args[:400]}"
+                 for pid, row in sorted(table.items())
+                 if pid != lit_pid and (under_lit(pid) or any(t in row.args for t in trees))]
         sys.stderr.write("\nlit.cfg.py: the suite is still running; these processes "
                          "are:\n" + "\n".join(shown) + "\n")
         sys.stderr.flush()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import NamedTuple
 
 
 def _read(pid, name: str) -> bytes | None:
@@ -77,6 +78,31 @@ def start_time(pid) -> int | None:
 def pids() -> list[int]:
     """The pids of every process /proc lists now."""
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+class Process(NamedTuple):
+    ppid: int
+    pgrp: int
+    session: int
+    seconds: float  # how long it has run
+    args: str       # its command line, space-separated ("" for a zombie)
+
+
+def snapshot() -> dict[int, Process]:
+    """Every process /proc lists now, by pid (what `ps -e` prints). One
+    that ends while this reads is left out."""
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    ticks = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for pid in pids():
+        fields = stat_fields(pid)
+        args = cmdline(pid)
+        if not fields or len(fields) < 20 or args is None:
+            continue
+        table[pid] = Process(int(fields[1]), int(fields[2]), int(fields[3]),
+                             uptime - int(fields[19]) / ticks, " ".join(args))
+    return table
 
 
 def cmdline(pid) -> list[str] | None:

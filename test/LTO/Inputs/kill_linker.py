@@ -9,12 +9,15 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Inputs"))
+import procfs  # noqa: E402
+
 
 def children(pid):
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,pgid="], capture_output=True,
-                         text=True).stdout
-    return [(int(p), int(g)) for p, pp, g in (l.split() for l in out.splitlines())
-            if int(pp) == pid]
+    """(pid, process group) of each child of pid."""
+    return [(child, row.pgrp) for child, row in procfs.snapshot().items()
+            if row.ppid == pid]
 
 
 def main():

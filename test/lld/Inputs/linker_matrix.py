@@ -53,8 +53,8 @@ def end_hung(argv, proc, limit=None):
     """Kills every process of proc's session (it was started with one of its
     own) and reaps proc; prints, and returns, what hung and what was still
     running."""
-    running = [(pid, args) for pid, (_, sid, args) in sorted(processes().items())
-               if sid == proc.pid]
+    running = [(pid, row.args) for pid, row in sorted(procfs.snapshot().items())
+               if row.session == proc.pid]
     for pid, _ in running:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -376,32 +376,20 @@ def main():
         os.kill(distributor[0], signal.SIGKILL)
 
 
-def processes():
-    """{pid: (ppid, session, args)} of every process."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,sid=,args="], capture_output=True,
-                         text=True).stdout
-    table = {}
-    for line in out.splitlines():
-        parts = line.split(None, 3)
-        if len(parts) == 4:
-            table[int(parts[0])] = (int(parts[1]), int(parts[2]), parts[3])
-    return table
-
-
 def wait_for_process(root, script):
     """(pid, parent pid) of a descendant of root that runs the Python script
     (its first argument; the linker's own command line names it too), once
     there is one; None if root exits first (300 s: a hang guard)."""
     deadline = time.monotonic() + 300
     while root.poll() is None and time.monotonic() < deadline:
-        table = processes()
-        for pid, (ppid, _, args) in table.items():
-            up = ppid
+        table = procfs.snapshot()
+        for pid, row in table.items():
+            up = row.ppid
             while up not in (0, 1, root.pid) and up in table:
-                up = table[up][0]
-            words = args.split()
+                up = table[up].ppid
+            words = row.args.split()
             if up == root.pid and len(words) > 1 and words[1] == script:
-                return pid, ppid
+                return pid, row.ppid
         time.sleep(0.05)
     return None
 
