@@ -116,7 +116,10 @@ class ForkServer:
             why = word[len(b"refused "):].decode(errors="replace")
         elif not ready:
             why = f"it did not say it was ready within {READY_TIMEOUT:g} s"
-            os.killpg(proc.pid, signal.SIGKILL)  # hung: closing our end won't do
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # hung: closing our end won't do
+            except ProcessLookupError:
+                pass  # it ended just now
         else:
             why = ""  # it exited: its status says more, below
         ours.close()
