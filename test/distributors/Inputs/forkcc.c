@@ -5,7 +5,8 @@
  * and whether stdin was empty. Modules named fail*, crash* and hang* fail,
  * die of SIGSEGV, or write marks/pid.MODULE and marks/ppid.MODULE and wait
  * forever. Built with -DSTART_THREAD it starts a thread before main; with
- * -DHANG_AT_START it never gets to main. */
+ * -DHANG_AT_START it never gets to main; with -DNOISY_START it writes 256 KiB
+ * on stderr before main (more than a pipe holds). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,10 @@ __attribute__((constructor)) static void loaded(void) {
 #endif
 #ifdef HANG_AT_START
   idle(0);
+#endif
+#ifdef NOISY_START
+  for (int I = 0; I < 4096; ++I)
+    fprintf(stderr, "forkcc: starting, line %4d of 4096 %40s\n", I, "");
 #endif
 }
 

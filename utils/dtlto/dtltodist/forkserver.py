@@ -27,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 
 ENV_FD = "DTLTO_FORKSERVER_FD"
 # How long the compiler may take to start; it is one compiler start.
@@ -34,6 +35,8 @@ READY_TIMEOUT = 60.0
 # A request must fit the server's buffer (ForkServer.cpp: 1 MiB); longer
 # command lines run as processes of their own.
 MAX_REQUEST = 1 << 20
+# How much of a failed server's stderr is kept, for its last line.
+_LAST_WORDS = 4096
 
 
 def _exe(pid: int) -> str:
@@ -41,6 +44,40 @@ def _exe(pid: int) -> str:
         return os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return "?"
+
+
+def _first_word(sock: socket.socket, err: int, timeout: float) -> tuple[bytes | None, bytes]:
+    """What a starting server says first (b"" when it exits without a
+    word, None when it says nothing within timeout), and the end of what
+    it wrote on stderr meanwhile. Its stderr is read as it comes: a
+    compiler that writes much before main (LD_DEBUG, say) must not stop on
+    a full pipe."""
+    deadline = time.monotonic() + timeout
+    said = b""
+    watch = [sock, err]
+    while (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select(watch, [], [], left)
+        if err in readable:
+            chunk = os.read(err, 65536)
+            said = (said + chunk)[-_LAST_WORDS:]
+            if not chunk:
+                watch.remove(err)
+        if sock in readable:
+            return sock.recv(512), said
+    return None, said
+
+
+def _drain(err: int) -> bytes:
+    """The end of what is in the pipe now. A process the compiler left
+    behind may hold it open, so no waiting for its end."""
+    os.set_blocking(err, False)
+    said = b""
+    try:
+        while chunk := os.read(err, 65536):
+            said = (said + chunk)[-_LAST_WORDS:]
+    except BlockingIOError:
+        pass
+    return said
 
 
 class Child:
@@ -101,8 +138,8 @@ class ForkServer:
             return None, f"cannot start {compiler}: {e.strerror}"
         finally:
             theirs.close()
-        ready, _, _ = select.select([ours], [], [], READY_TIMEOUT)
-        word = ours.recv(512) if ready else b""
+        err = proc.stderr.fileno()
+        word, said = _first_word(ours, err, READY_TIMEOUT)
         if word == b"ready":
             # A wrapper script that execs the compiler would pass the
             # preload on: the server would be the compiler without what
@@ -112,14 +149,14 @@ class ForkServer:
             if running == os.path.realpath(shutil.which(compiler) or compiler):
                 return cls(proc, ours, compiler), ""
             why = f"it runs {running} (a wrapper?)"
-        elif word.startswith(b"refused "):
-            why = word[len(b"refused "):].decode(errors="replace")
-        elif not ready:
+        elif word is None:
             why = f"it did not say it was ready within {READY_TIMEOUT:g} s"
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # hung: closing our end won't do
             except ProcessLookupError:
                 pass  # it ended just now
+        elif word.startswith(b"refused "):
+            why = word[len(b"refused "):].decode(errors="replace")
         else:
             why = ""  # it exited: its status says more, below
         ours.close()
@@ -132,13 +169,11 @@ class ForkServer:
             why = (f"it exited with status {proc.returncode} instead "
                    "(not a dynamically linked program?)")
         if not proc.stderr.closed:
-            # Whatever it wrote is in the pipe; a process it left behind
-            # may hold the pipe open, so no waiting for the end.
-            os.set_blocking(proc.stderr.fileno(), False)
-            said = (proc.stderr.read(4096) or b"").decode(errors="replace")
+            said += _drain(err)
             proc.stderr.close()
-            if said.strip():
-                why += f"; its last words: {said.strip().splitlines()[-1]}"
+            last = said.decode(errors="replace").strip().splitlines()
+            if last:
+                why += f"; its last words: {last[-1]}"
         return None, f"{compiler} did not become a fork server: {why}"
 
     def fileno(self) -> int:
