@@ -53,7 +53,7 @@ def main():
     # Root may raise a socket's buffer past the system's limit.
     so_sndbufforce = 32  # Linux; the socket module does not name it
     server.sock.setsockopt(socket.SOL_SOCKET, so_sndbufforce, 8 << 20)
-    request = b"\0".join([b"run", b"999", b"/", b"cc", b"x" * (3 << 19)]) + b"\0"
+    request = forkserver.run_request(999, "/", ["cc", "x" * (3 << 19)])
     with open(os.devnull, "rb") as null:
         fds = array.array("i", [null.fileno()] * 3)
         server.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])

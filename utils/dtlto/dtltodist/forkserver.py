@@ -46,6 +46,13 @@ def _exe(pid: int) -> str:
         return "?"
 
 
+def run_request(tag: int, cwd: str, argv: list[str]) -> bytes:
+    """The "run" message for a job (ForkServer.cpp's protocol): the word,
+    the tag, the directory and the arguments, each ending in a NUL."""
+    return b"\0".join([b"run", str(tag).encode(), os.fsencode(cwd)]
+                       + [os.fsencode(a) for a in argv]) + b"\0"
+
+
 def _first_word(sock: socket.socket, err: int, timeout: float) -> tuple[bytes | None, bytes]:
     """What a starting server says first (b"" when it exits without a
     word, None when it says nothing within timeout), and the end of what
@@ -190,8 +197,7 @@ class ForkServer:
         if self.lost:
             raise OSError(0, self.lost)
         self._tag += 1
-        request = b"\0".join([b"run", str(self._tag).encode(), os.fsencode(cwd)]
-                             + [os.fsencode(a) for a in argv]) + b"\0"
+        request = run_request(self._tag, cwd, argv)
         if len(request) > MAX_REQUEST:
             raise OSError(0, "the command line is too long for the fork server")
         fds = array.array("i", [f.fileno() for f in (stdin, stdout, stderr)])
