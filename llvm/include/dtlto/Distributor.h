@@ -23,6 +23,8 @@
 
 namespace dtlto {
 
+class HostMailbox;
+
 /// Resolves the distributor to an executable file (searching PATH for a bare
 /// name), so that a typo is reported before any work is done.
 llvm::Expected<std::string> findDistributor(llvm::StringRef Distributor);
@@ -76,12 +78,14 @@ public:
         llvm::StringRef ManifestPath, bool Streaming, bool Payloads,
         EventFn OnEvent, ExitFn OnExit);
   /// The distributor on a thread of the linker instead
-  /// (-dtlto-plugin-in-process): Run gets the other ends of the job and
-  /// event channels, streaming with payloads, and returns its exit code;
-  /// everything else is as for a process. stop() closes the job channel and
-  /// waits 3 s; a Run that has not returned by then is left behind (its
-  /// exit status is then unknown).
-  using InProcessFn = std::function<int(int JobsFd, int EventsFd)>;
+  /// (-dtlto-plugin-in-process): Run gets the channels in memory
+  /// (HostMailbox, PluginHost.h: the job channel's bytes, streaming with
+  /// payloads; each event by a call to OnEvent, on the thread that reports
+  /// it, one at a time) and returns its exit code; everything else is as
+  /// for a process. stop() closes the mailbox and waits 3 s; a Run that has
+  /// not returned by then is left behind (its exit status is then
+  /// unknown), and reaches nothing of the engine's any more.
+  using InProcessFn = std::function<int(HostMailbox &)>;
   static llvm::Expected<std::unique_ptr<DistributorProcess>>
   startInProcess(llvm::StringRef Name, InProcessFn Run, EventFn OnEvent,
                  ExitFn OnExit);

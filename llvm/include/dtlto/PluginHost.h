@@ -5,19 +5,47 @@
 // its jobs from the job channel with their inputs in memory, calls the
 // plugin (dtlto-plugin.h), and writes what the plugin reports to the event
 // channel, a done with the object's bytes after its line ("The host
-// protocol"). It runs in dtlto-plugin-host, a process of its own, or, with
-// -dtlto-plugin-in-process, on a thread of the linker: the same code on the
-// same channels either way.
+// protocol"). It runs in dtlto-plugin-host, a process of its own, on a
+// socket and a pipe; or, with -dtlto-plugin-in-process, on a thread of the
+// linker, where the same messages go through a HostMailbox in memory.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DTLTO_PLUGIN_HOST_H
 #define DTLTO_PLUGIN_HOST_H
 
+#include "llvm/ADT/StringRef.h"
 #include <string>
 #include <vector>
 
 namespace dtlto {
+
+/// The channels of a host on a thread of the linker, in memory. The engine
+/// queues its messages (the job channel's bytes, line by line and frame by
+/// frame) where the host's thread takes them, and each event goes to the
+/// engine by a call from the thread that reports it. Between the two
+/// threads there is no socket, no pipe and no thread of the engine's: on
+/// this project's 2-core VM each wake-up of a waiting thread costs a
+/// reschedule and two task switches, and the engine's writer and reader
+/// threads woke four times a job (docs/performance.md, "The plugin in the
+/// linker, called directly"). The engine implements it (Distributor.cpp).
+class HostMailbox {
+public:
+  virtual ~HostMailbox() = default;
+  enum class Got { Bytes, Woken, Closed };
+  /// Appends the queued messages' bytes to Out, exactly as the job channel
+  /// would carry them, and says Bytes; with none queued, waits. Out null:
+  /// takes nothing and waits for a wake() (a paced host with a full
+  /// queue). WakeOnFinal: a wake() ends the wait (Woken); else wake()s
+  /// are remembered for the next wait that asks for them. Closed once the
+  /// engine is done with the host, at once, with nothing appended.
+  virtual Got wait(std::string *Out, bool WakeOnFinal) = 0;
+  /// A job became final (any thread).
+  virtual void wake() = 0;
+  /// An event line and the bytes after it (any thread). Dropped once the
+  /// engine has closed the mailbox; never two at once.
+  virtual void event(llvm::StringRef Line, llvm::StringRef Payload) = 0;
+};
 
 struct PluginHostSetup {
   /// The plugin: a shared object's path, or builtin:<name>.
@@ -28,7 +56,10 @@ struct PluginHostSetup {
   std::string Backend;
   /// Names the host in its messages ("dtlto-plugin-host: error: ...").
   std::string Prefix;
+  /// The channels: two descriptors (a process), or, in the linker, a
+  /// mailbox.
   int JobsFd = -1, EventsFd = -1;
+  HostMailbox *Mailbox = nullptr;
 };
 
 /// Runs the plugin until every job is final after the end of the jobs (0),

@@ -15,6 +15,7 @@
 
 #include "dtlto/Distributor.h"
 #include "dtlto/Events.h"
+#include "dtlto/PluginHost.h"
 #include "dtlto/Signals.h"
 #include "dtlto/WriteAll.h"
 
@@ -262,6 +263,126 @@ static Expected<ChildEnd> childEnd(int Fd, StringRef Var) {
   return C;
 }
 
+/// A line of the job channel not written yet (or what makes it), the bytes
+/// after it, and those of them that go with it once written.
+struct Outgoing {
+  std::string Line;
+  std::vector<StringRef> Body;
+  SmallString<0> Owned;
+  DistributorProcess::LineMaker MakeLine;
+};
+
+/// The bytes a message puts on the job channel, in order: its line (made
+/// now for a frame), then a frame's body and the newline that ends it.
+static void forEachPart(Outgoing &Msg, function_ref<void(StringRef)> Part) {
+  if (Msg.MakeLine)
+    Msg.Line = Msg.MakeLine(Msg.Body) + '\n';
+  Part(Msg.Line);
+  for (StringRef Bytes : Msg.Body)
+    Part(Bytes);
+  if (!Msg.Body.empty())
+    Part("\n");
+}
+
+namespace {
+/// The channels of a plugin host on a thread of the linker (PluginHost.h).
+/// A message's body is the linker's memory until the mailbox is closed,
+/// and its line is made from the engine's job: the host's thread copies
+/// both out while it is counted in InUse, and close() waits for that, as
+/// it does for an event being handed over. After close() nothing of the
+/// engine's is touched again, so a host left behind in a plugin's call
+/// cannot reach an engine that has gone.
+class InLinkerMailbox final : public HostMailbox {
+public:
+  explicit InLinkerMailbox(DistributorProcess::EventFn OnEvent)
+      : OnEvent(std::move(OnEvent)) {}
+
+  void post(Outgoing Msg) {
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (Closed)
+      return;
+    Queue.push_back(std::move(Msg));
+    if (HostWantsBytes)
+      HostWait.notify_one();
+  }
+
+  void close() {
+    std::unique_lock<std::mutex> Lock(Mu);
+    Closed = true;
+    Queue.clear();
+    HostWait.notify_one();
+    Drained.wait(Lock, [&] { return InUse == 0; });
+  }
+
+  Got wait(std::string *Out, bool WakeOnFinal) override {
+    std::deque<Outgoing> Taken;
+    {
+      std::unique_lock<std::mutex> Lock(Mu);
+      // Only what the host waits for wakes it: a job that becomes final
+      // while it waits for the next message is freed with that message.
+      HostWantsBytes = Out;
+      HostWantsWakes = WakeOnFinal;
+      HostWait.wait(Lock, [&] {
+        return Closed || (Out && !Queue.empty()) ||
+               (WakeOnFinal && Wakes != SeenWakes);
+      });
+      HostWantsBytes = HostWantsWakes = false;
+      if (Closed)
+        return Got::Closed;
+      // The host frees every final job after this returns.
+      SeenWakes = Wakes;
+      if (!Out || Queue.empty())
+        return Got::Woken;
+      Taken.swap(Queue);
+      ++InUse;
+    }
+    for (Outgoing &Msg : Taken)
+      forEachPart(Msg, [&](StringRef Bytes) { Out->append(Bytes); });
+    Taken.clear();
+    release();
+    return Got::Bytes;
+  }
+
+  void wake() override {
+    std::lock_guard<std::mutex> Lock(Mu);
+    ++Wakes;
+    if (HostWantsWakes)
+      HostWait.notify_one();
+  }
+
+  void event(StringRef Line, StringRef Payload) override {
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      if (Closed)
+        return;
+      ++InUse;
+    }
+    {
+      std::lock_guard<std::mutex> One(EventMu);
+      OnEvent(Line.rtrim('\n'), Payload);
+    }
+    release();
+  }
+
+private:
+  void release() {
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (--InUse == 0 && Closed)
+      Drained.notify_all();
+  }
+
+  DistributorProcess::EventFn OnEvent;
+  std::mutex Mu;
+  std::condition_variable HostWait, Drained;
+  std::deque<Outgoing> Queue;
+  bool Closed = false;
+  bool HostWantsBytes = false, HostWantsWakes = false; // what it waits for
+  unsigned InUse = 0; // messages being copied out, events being handed over
+  uint64_t Wakes = 0, SeenWakes = 0;
+  std::mutex EventMu; // one event at a time, as from a reader thread
+};
+} // namespace
+
 struct DistributorProcess::Impl {
   std::string Program, Name, ManifestPath;
   bool Payloads = false;
@@ -275,14 +396,6 @@ struct DistributorProcess::Impl {
 
   mutable std::mutex Mu;
   std::condition_variable Changed;
-  /// A line of the job channel not written yet (or what makes it), the
-  /// bytes after it, and those of them that go with it once written.
-  struct Outgoing {
-    std::string Line;
-    std::vector<StringRef> Body;
-    SmallString<0> Owned;
-    LineMaker MakeLine;
-  };
   void queue(Outgoing Msg);
   std::deque<Outgoing> Outbox;
   bool OutboxClosed = false;
@@ -304,6 +417,8 @@ struct DistributorProcess::Impl {
     int Code = 0;
   };
   std::shared_ptr<Runner> InProcess;
+  /// Its channels (the runner holds them too).
+  std::shared_ptr<InLinkerMailbox> Mailbox;
 
   void readEvents();
   void readEventLines();
@@ -386,18 +501,11 @@ void DistributorProcess::Impl::writeJobs() {
       Msg = std::move(Outbox.front());
       Outbox.pop_front();
     }
-    if (Msg.MakeLine)
-      Msg.Line = Msg.MakeLine(Msg.Body) + '\n';
     std::vector<iovec> Iov;
-    auto Add = [&](StringRef Bytes) {
+    forEachPart(Msg, [&](StringRef Bytes) {
       if (!Bytes.empty())
         Iov.push_back({const_cast<char *>(Bytes.data()), Bytes.size()});
-    };
-    Add(Msg.Line);
-    for (StringRef Bytes : Msg.Body)
-      Add(Bytes);
-    if (!Msg.Body.empty())
-      Add("\n");
+    });
     if (!writeAll(JobWrite, Iov, /*Socket=*/true)) {
       // The distributor closed its end: it takes no more jobs.
       std::lock_guard<std::mutex> Lock(Mu);
@@ -439,10 +547,10 @@ void DistributorProcess::Impl::waitForExit() {
     bool Finished = InProcess->Finished;
     int Code = InProcess->Code;
     Lock.unlock();
-    // The runner closed its end of the events when it finished; left
-    // behind, it may never close it.
+    // Every event was handed over by a call before the runner finished:
+    // there is nothing to drain.
     exited(Finished, (Code & 0xff) << 8 /* as waitpid tells an exit code */);
-    tellExit(/*Drain=*/Finished);
+    tellExit(/*Drain=*/false);
     return;
   }
   int St = 0;
@@ -459,6 +567,10 @@ void DistributorProcess::Impl::waitForExit() {
 }
 
 void DistributorProcess::Impl::startThreads(bool Streaming) {
+  if (Mailbox) {
+    Waiter = std::thread([this] { waitForExit(); });
+    return;
+  }
   Reader = std::thread([this] { readEvents(); });
   if (Streaming)
     Writer = std::thread([this] { writeJobs(); });
@@ -640,45 +752,22 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
   auto I = std::make_unique<Impl>();
   I->Payloads = true;
   I->Program = I->Name = Name.str();
-  I->OnEvent = std::move(OnEvent);
   I->OnExit = std::move(OnExit);
   I->InProcess = std::make_shared<Impl::Runner>();
-  int EventPipe[2], Pair[2];
-  if (pipe2(EventPipe, O_CLOEXEC))
-    return createStringError(std::error_code(errno, std::generic_category()),
-                             "cannot start " + Name +
-                                 ": cannot make the event channel");
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, Pair)) {
-    close(EventPipe[0]);
-    close(EventPipe[1]);
-    return createStringError(std::error_code(errno, std::generic_category()),
-                             "cannot start " + Name +
-                                 ": cannot make the job channel");
-  }
-  if (pipe2(I->Wake, O_CLOEXEC)) {
-    for (int Fd : {EventPipe[0], EventPipe[1], Pair[0], Pair[1]})
-      close(Fd);
-    return createStringError(std::error_code(errno, std::generic_category()),
-                             "cannot start " + Name + ": cannot make a pipe");
-  }
-  I->EventRead = EventPipe[0];
-  I->JobWrite = Pair[0];
+  I->Mailbox = std::make_shared<InLinkerMailbox>(std::move(OnEvent));
   registerInProcessNotes(Name);
   ++InProcessRuns;
   ++LinksWaitingOnPlugin;
-  // The runner owns its ends. SIGPIPE is blocked on it and on the threads
-  // the plugin starts from it: a write to a channel we closed fails there,
-  // and does not kill the linker.
-  std::thread([R = I->InProcess, Run = std::move(Run), Jobs = Pair[1],
-               Events = EventPipe[1]] {
+  // SIGPIPE is blocked on the runner and on the threads the plugin starts
+  // from it: a write to a worker that has gone fails there, and does not
+  // kill the linker.
+  std::thread([R = I->InProcess, Run = std::move(Run), M = I->Mailbox] {
     sigset_t Pipe;
     sigemptyset(&Pipe);
     sigaddset(&Pipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &Pipe, nullptr);
-    int Code = Run(Jobs, Events);
+    int Code = Run(*M);
     --InProcessRuns;
-    close(Jobs);
-    close(Events);
     {
       std::lock_guard<std::mutex> Lock(R->Mu);
       R->Finished = true;
@@ -692,6 +781,8 @@ DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
 }
 
 void DistributorProcess::Impl::queue(Outgoing Msg) {
+  if (Mailbox)
+    return Mailbox->post(std::move(Msg));
   {
     std::lock_guard<std::mutex> Lock(Mu);
     if (OutboxClosed)
@@ -722,10 +813,14 @@ void DistributorProcess::stop() {
     return;
   I->Stopping = true;
   if (I->InProcess) {
-    // No process to signal: the job channel's end asks the runner to stop
+    // No process to signal: the closed mailbox asks the runner to stop
     // (the plugin host closes the plugin then). One that does not, stuck in
     // the plugin, is left behind.
-    ::shutdown(I->JobWrite, SHUT_RDWR);
+    Lock.unlock();
+    I->Mailbox->close();
+    Lock.lock();
+    if (I->Exited)
+      return;
     if (!I->Changed.wait_for(Lock, std::chrono::seconds(3),
                              [&] { return I->Exited; })) {
       {
@@ -787,8 +882,11 @@ std::optional<int> DistributorProcess::exitSignal() {
 DistributorProcess::~DistributorProcess() {
   stop();
   I->Waiter.join();
-  if (I->InProcess)
+  if (I->InProcess) {
     --LinksWaitingOnPlugin; // what it does from now on is not the link's
+    I->Mailbox->close();    // and it reaches nothing of the engine's
+    return;
+  }
   if (I->Writer.joinable()) {
     {
       std::lock_guard<std::mutex> Lock(I->Mu);

@@ -894,10 +894,9 @@ DistributorProcess::InProcessFn OutOfProcessBackend::pluginRunner() {
   Setup.Args.assign(FarmArgs.begin() + 1, FarmArgs.end());
   Setup.Backend = Plugin->Backend;
   Setup.Prefix = "dtlto";
-  return [Setup](int JobsFd, int EventsFd) {
+  return [Setup](HostMailbox &Mailbox) {
     PluginHostSetup S = Setup;
-    S.JobsFd = JobsFd;
-    S.EventsFd = EventsFd;
+    S.Mailbox = &Mailbox;
     return runPluginHost(S);
   };
 }

@@ -3,9 +3,10 @@
 // See PluginHost.h. One Host per link; it reads the job channel on the
 // thread that runs it and calls the plugin from there, never from two
 // threads at once; the plugin reports from any thread, through callbacks
-// that write the event channel under one lock. Whatever fails ends the run
-// with a message and an exit code, as the process would have: the same
-// code runs as a process and, in the linker, on a thread.
+// that write the event channel under one lock (in the linker: that hand
+// the event to the engine's mailbox). Whatever fails ends the run with a
+// message and an exit code, as the process would have: the same code runs
+// as a process and, in the linker, on a thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +54,8 @@ struct Host {
   ~Host();
   const PluginHostSetup &Setup;
   int Jobs = -1, Events = -1;
-  int Wake[2] = {-1, -1};
+  HostMailbox *Mailbox = nullptr; // in the linker, instead of Jobs and Events
+  int Wake[2] = {-1, -1};         // wakes the host's poll (not with Mailbox)
   const dtlto_plugin *Plugin = nullptr;
   std::string PluginName;
   void *Session = nullptr;
@@ -89,13 +91,15 @@ struct Host {
 
   std::string Pending; // bytes read from the job channel, not yet used
   bool readMore();
+  bool waitForMore();
   bool openSession(const json::Object &L, std::string Payload);
   bool submit(const json::Object &O, std::string Frame, size_t LineEnd);
   void freeFinals();
   bool allFinal();
+  /// Final: the job's last report (done, failed without retry, cancelled).
   void event(uint64_t Id, StringRef Kind, json::Object Extra = {},
-             StringRef Payload = "");
-  void markFinal(uint64_t Id);
+             StringRef Payload = "", bool Final = false);
+  void wakeHost();
   HostJob *find(uint64_t Id);
 };
 
@@ -131,22 +135,18 @@ void onDone(void *Ctx, uint64_t Id, dtlto_buffer Object) {
       sys::fs::remove(Output);
     }
   }
-  H.event(Id, "done", json::Object{{"bytes", int64_t(Bytes.size())}}, Bytes);
-  H.markFinal(Id);
+  H.event(Id, "done", json::Object{{"bytes", int64_t(Bytes.size())}}, Bytes,
+          /*Final=*/true);
 }
 void onFailed(void *Ctx, uint64_t Id, const char *Reason, int Retry) {
   Host &H = *static_cast<Host *>(Ctx);
   json::Object Extra{{"retry", Retry != 0}};
   if (Reason)
     Extra["reason"] = Reason;
-  H.event(Id, "failed", std::move(Extra));
-  if (!Retry)
-    H.markFinal(Id);
+  H.event(Id, "failed", std::move(Extra), "", /*Final=*/!Retry);
 }
 void onCancelled(void *Ctx, uint64_t Id) {
-  Host &H = *static_cast<Host *>(Ctx);
-  H.event(Id, "cancelled");
-  H.markFinal(Id);
+  static_cast<Host *>(Ctx)->event(Id, "cancelled", {}, "", /*Final=*/true);
 }
 void onLog(void *Ctx, const char *Msg) {
   Host &H = *static_cast<Host *>(Ctx);
@@ -178,30 +178,43 @@ HostJob *Host::find(uint64_t Id) {
 }
 
 // One event line (and the object after a done). Reports after a job is
-// final are dropped: the header promises that.
+// final are dropped: the header promises that. A final job is freed (and
+// the host may end) only once its event is out: the event channel is
+// closed when the host ends, and the engine would never see that event.
 void Host::event(uint64_t Id, StringRef Kind, json::Object Extra,
-                 StringRef Payload) {
-  std::lock_guard<std::mutex> Lock(Mu);
+                 StringRef Payload, bool Final) {
+  std::unique_lock<std::mutex> Lock(Mu);
   HostJob *J = find(Id);
   if (!J || J->Final)
     return;
+  J->Final = Final;
   Extra["id"] = int64_t(Id);
   Extra["event"] = Kind;
   std::string Line;
   raw_string_ostream OS(Line);
   OS << json::Value(std::move(Extra)) << "\n";
-  writeAll(Events, {Line, Payload});
+  if (Mailbox) {
+    // The engine's handling of the event runs in this call (the object is
+    // checked and added to the link): not under the lock the host's thread
+    // and the other reporters need.
+    Lock.unlock();
+    Mailbox->event(Line, Payload);
+    if (!Final)
+      return;
+    Lock.lock();
+  } else {
+    writeAll(Events, {Line, Payload});
+  }
+  if (!Final)
+    return;
+  Finals.push_back(Id);
+  Lock.unlock();
+  wakeHost();
 }
 
-void Host::markFinal(uint64_t Id) {
-  {
-    std::lock_guard<std::mutex> Lock(Mu);
-    HostJob *J = find(Id);
-    if (!J || J->Final)
-      return;
-    J->Final = true;
-    Finals.push_back(Id);
-  }
+void Host::wakeHost() {
+  if (Mailbox)
+    return Mailbox->wake();
   char C = 0;
   (void)!write(Wake[1], &C, 1);
 }
@@ -269,6 +282,30 @@ bool Host::setQueueBudget() {
                        "how much of the jobs' inputs the plugin may hold)");
   QueueBudget = MiB << 20;
   return true;
+}
+
+// Waits for more of the job channel, or for a job to become final (which
+// frees the job, and lets a full queue take more); false once the engine
+// has closed the channel. In the linker, a job that becomes final wakes
+// the host only when that is what it waits for: a full queue, or the end.
+bool Host::waitForMore() {
+  bool Full = queueFull();
+  if (Mailbox)
+    return Mailbox->wait(Full ? nullptr : &Pending, Full || EndSeen) !=
+           HostMailbox::Got::Closed;
+  struct pollfd P[2] = {{Jobs, Full ? short(0) : short(POLLIN), 0},
+                        {Wake[0], POLLIN, 0}};
+  if (poll(P, 2, -1) < 0) {
+    if (errno == EINTR)
+      return true;
+    return fail(1, Twine("poll: ") + strerror(errno));
+  }
+  if (P[1].revents) {
+    char Buf[256];
+    (void)!read(Wake[0], Buf, sizeof(Buf));
+  }
+  // A full queue still hears the engine hang up (POLLHUP).
+  return !P[0].revents || (!Full && readMore());
 }
 
 // Reads what the job channel has; false at its end.
@@ -450,16 +487,21 @@ bool Host::run() {
       break;
     // Frames complete in Pending. A full queue leaves them there, and the
     // cancels and the end behind them: those come in the engine's order.
+    // What was used goes once at the end: in the linker Pending gets every
+    // frame queued since the last wait, megabytes after a burst, and
+    // taking each from the front would move the rest every time.
+    size_t Used = 0;
     while (!queueFull()) {
-      size_t NL = Pending.find('\n');
-      if (NL == std::string::npos)
+      StringRef Rest = StringRef(Pending).substr(Used);
+      size_t NL = Rest.find('\n');
+      if (NL == StringRef::npos)
         break;
       // The engine ends each frame, bytes included, with a newline.
-      if (StringRef(Pending).take_front(NL).trim().empty()) {
-        Pending.erase(0, NL + 1);
+      if (Rest.take_front(NL).trim().empty()) {
+        Used += NL + 1;
         continue;
       }
-      Expected<json::Value> V = json::parse(StringRef(Pending).take_front(NL));
+      Expected<json::Value> V = json::parse(Rest.take_front(NL));
       if (!V)
         return fail(1, "the engine sent a line that is not JSON: " +
                            toString(V.takeError()));
@@ -467,10 +509,10 @@ bool Host::run() {
       if (!O)
         return fail(1, "the engine sent a line that is not a JSON object");
       uint64_t Bytes = Opened ? jobBytes(*O) : linkBytes(*O);
-      if (Pending.size() < NL + 1 + Bytes)
+      if (Rest.size() < NL + 1 + Bytes)
         break;
-      std::string Frame = Pending.substr(0, NL + 1 + Bytes);
-      Pending.erase(0, NL + 1 + Bytes);
+      std::string Frame = Rest.take_front(NL + 1 + Bytes).str();
+      Used += NL + 1 + Bytes;
       if (!Opened) {
         if (!openSession(*O, Frame.substr(NL + 1)))
           return false;
@@ -492,29 +534,18 @@ bool Host::run() {
           return false;
       }
     }
+    Pending.erase(0, Used);
     if (EndSeen && allFinal())
       continue;
-    // A full queue reads no job and waits for one to become final; poll
-    // still reports the engine hanging up.
-    bool Full = queueFull();
-    struct pollfd P[2] = {{Jobs, Full ? short(0) : short(POLLIN), 0},
-                          {Wake[0], POLLIN, 0}};
-    if (poll(P, 2, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      return fail(1, Twine("poll: ") + strerror(errno));
-    }
-    if (P[1].revents) {
-      char Buf[256];
-      (void)!read(Wake[0], Buf, sizeof(Buf));
-    }
-    if (P[0].revents && (Full || !readMore())) {
+    // A full queue reads no job and waits for one to become final.
+    if (!waitForMore()) {
       // The engine keeps the job channel open until we are done (cancels
       // may follow the end): closed earlier, it is stopping, and wants
       // nothing more. In the linker this is how it stops us, and a full
       // queue must hear it too: its jobs may never end (a hung worker),
       // and the plugin's close is what stops their processes.
-      ExitCode = 1;
+      if (!ExitCode)
+        ExitCode = 1;
       return false;
     }
   }
@@ -527,7 +558,8 @@ int runPluginHost(const PluginHostSetup &Setup) {
   Host H(Setup);
   H.Jobs = Setup.JobsFd;
   H.Events = Setup.EventsFd;
-  if (pipe2(H.Wake, O_CLOEXEC)) {
+  H.Mailbox = Setup.Mailbox;
+  if (!H.Mailbox && pipe2(H.Wake, O_CLOEXEC)) {
     H.fail(1, Twine("pipe: ") + strerror(errno));
     return H.ExitCode;
   }

@@ -10,7 +10,9 @@
  *   hold    accepts every job and runs none; answers each cancel with
  *           cancelled, and says so on stderr
  *   whoami  says in open which process runs it (/proc/self/comm: the
- *           linker, or dtlto-plugin-host), then fails every job
+ *           linker, or dtlto-plugin-host) and how many pipes and sockets
+ *           it has open past stderr (the host's channels, if any), then
+ *           fails every job
  * Built with -DABI_VERSION=N it claims another ABI version; with -DNO_ENTRY
  * it exports no entry point. */
 
@@ -27,6 +29,22 @@
 #endif
 
 static const dtlto_engine *engine;
+
+/* The process's descriptors past stderr that are pipes or sockets. */
+static int count_channels(void) {
+  int n = 0;
+  for (int fd = 3; fd < 1024; ++fd) {
+    char path[64], target[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t len = readlink(path, target, sizeof(target) - 1);
+    if (len <= 0)
+      continue;
+    target[len] = 0;
+    if (!strncmp(target, "pipe:", 5) || !strncmp(target, "socket:", 7))
+      ++n;
+  }
+  return n;
+}
 static const char *mode = "";
 
 static void *fault_open(const dtlto_link *link, const dtlto_engine *e,
@@ -48,7 +66,8 @@ static void *fault_open(const dtlto_link *link, const dtlto_engine *e,
       fclose(f);
     }
     comm[strcspn(comm, "\n")] = 0;
-    snprintf(msg, sizeof(msg), "running in process '%s'", comm);
+    snprintf(msg, sizeof(msg), "running in process '%s', %d pipes and sockets",
+             comm, count_channels());
     engine->log(engine->ctx, msg);
   }
   return (void *)&engine;
