@@ -146,7 +146,7 @@ class ProgramBench:
         # get the same distributor and the same width; bench/farm.py
         # measures local slots.
         return clean_env({"DTLTO_VERBOSE": "1", "DTLTO_LOCAL_FALLBACK": "0",
-                          "DTLTO_LOCAL_JOBS": "0"}
+                          "DTLTO_LOCAL_JOBS": "0", **dict(mode.env)}
                          if mode.linker == "ours" else None)
 
     def fail(self, mode, why):

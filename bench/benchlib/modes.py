@@ -23,6 +23,7 @@ class Mode:
     plugin: str = ""
     default: bool = True  # run unless --modes names the modes
     distributor_args: tuple = ()  # more options for the distributor script
+    env: tuple = ()  # (name, value) pairs for the link's environment
 
     def argv(self, ctx, base_args, probe=None):
         """The linker command: linker, recorded arguments, mode options.
@@ -68,6 +69,11 @@ MODES = [
     # real programs, here for bench/scale.py's sizes.
     Mode("ours-plugin", "our ld.lld DTLTO + builtin:local plugin, dtlto-backend --memory",
          "ours, plugin", "ours", True, native=True, plugin="builtin:local", default=False),
+    # Opt-in: the same plugin on a thread of the linker (no host process;
+    # docs/plugins.md), the cheapest local path there is.
+    Mode("ours-inlinker", "our ld.lld DTLTO + builtin:local plugin in the linker, "
+         "dtlto-backend --memory", "ours, plugin in the linker", "ours", True, native=True,
+         plugin="builtin:local", default=False, env=(("DTLTO_PLUGIN_IN_PROCESS", "1"),)),
 ]
 
 # The reference every output is compared with, and the ratio denominators.

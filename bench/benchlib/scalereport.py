@@ -199,7 +199,8 @@ def plot(table, path):
     import matplotlib.pyplot as plt
     by_name = {q[0]: q[3] for q in QUANTITIES}
     colors = {"inproc": "tab:blue", "stock": "tab:orange", "ours": "tab:green",
-              "ours-native": "tab:red", "ours-plugin": "tab:purple"}
+              "ours-native": "tab:red", "ours-plugin": "tab:purple",
+              "ours-inlinker": "tab:brown"}
     panels = [("wall (s)", by_name["wall"], MODES),
               ("linker outside the distributor, per job (ms)",
                lambda e, n: 1000 * _outside(e, n) / n if _outside(e, n) is not None

@@ -33,7 +33,7 @@ class HostMailbox {
 public:
   virtual ~HostMailbox() = default;
   enum class Got { Bytes, Woken, Closed };
-  /// Appends the queued messages' bytes to Out, exactly as the job channel
+  /// Appends the next message's bytes to Out, exactly as the job channel
   /// would carry them, and says Bytes; with none queued, waits. Out null:
   /// takes nothing and waits for a wake() (a paced host with a full
   /// queue). WakeOnFinal: a wake() ends the wait (Woken); else wake()s

@@ -315,7 +315,7 @@ public:
   }
 
   Got wait(std::string *Out, bool WakeOnFinal) override {
-    std::deque<Outgoing> Taken;
+    Outgoing Msg;
     {
       std::unique_lock<std::mutex> Lock(Mu);
       // Only what the host waits for wakes it: a job that becomes final
@@ -333,12 +333,14 @@ public:
       SeenWakes = Wakes;
       if (!Out || Queue.empty())
         return Got::Woken;
-      Taken.swap(Queue);
+      // One message at a time: the host's buffer then holds one frame, not
+      // every frame queued while it was busy.
+      Msg = std::move(Queue.front());
+      Queue.pop_front();
       ++InUse;
     }
-    for (Outgoing &Msg : Taken)
-      forEachPart(Msg, [&](StringRef Bytes) { Out->append(Bytes); });
-    Taken.clear();
+    forEachPart(Msg, [&](StringRef Bytes) { Out->append(Bytes); });
+    Msg = Outgoing();
     release();
     return Got::Bytes;
   }

@@ -487,9 +487,8 @@ bool Host::run() {
       break;
     // Frames complete in Pending. A full queue leaves them there, and the
     // cancels and the end behind them: those come in the engine's order.
-    // What was used goes once at the end: in the linker Pending gets every
-    // frame queued since the last wait, megabytes after a burst, and
-    // taking each from the front would move the rest every time.
+    // What was used goes once at the end: taking each frame from the front
+    // would move the rest every time.
     size_t Used = 0;
     while (!queueFull()) {
       StringRef Rest = StringRef(Pending).substr(Used);
@@ -511,8 +510,16 @@ bool Host::run() {
       uint64_t Bytes = Opened ? jobBytes(*O) : linkBytes(*O);
       if (Rest.size() < NL + 1 + Bytes)
         break;
-      std::string Frame = Rest.take_front(NL + 1 + Bytes).str();
-      Used += NL + 1 + Bytes;
+      // A frame that is all of Pending (in the linker, usually) is taken
+      // as it is, not copied.
+      std::string Frame;
+      if (Used == 0 && Pending.size() == NL + 1 + Bytes) {
+        Frame = std::move(Pending);
+        Pending.clear();
+      } else {
+        Frame = Rest.take_front(NL + 1 + Bytes).str();
+        Used += NL + 1 + Bytes;
+      }
       if (!Opened) {
         if (!openSession(*O, Frame.substr(NL + 1)))
           return false;
