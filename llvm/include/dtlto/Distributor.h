@@ -2,8 +2,8 @@
 //
 // The one place where the engine starts a process: the user's distributor,
 // run as `<distributor> <distributor args...> <manifest>`; or runs a
-// distributor in the linker (a plugin's host, -dtlto-plugin-in-process) on
-// the same channels.
+// distributor in the linker (a plugin's host, -dtlto-plugin-in-process),
+// whose channels are then in memory (HostMailbox).
 //
 //===----------------------------------------------------------------------===//
 
