@@ -752,7 +752,6 @@ Expected<std::unique_ptr<DistributorProcess>>
 DistributorProcess::startInProcess(StringRef Name, InProcessFn Run,
                                    EventFn OnEvent, ExitFn OnExit) {
   auto I = std::make_unique<Impl>();
-  I->Payloads = true;
   I->Program = I->Name = Name.str();
   I->OnExit = std::move(OnExit);
   I->InProcess = std::make_shared<Impl::Runner>();
@@ -821,8 +820,6 @@ void DistributorProcess::stop() {
     Lock.unlock();
     I->Mailbox->close();
     Lock.lock();
-    if (I->Exited)
-      return;
     if (!I->Changed.wait_for(Lock, std::chrono::seconds(3),
                              [&] { return I->Exited; })) {
       {
