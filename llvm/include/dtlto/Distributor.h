@@ -99,15 +99,17 @@ public:
   /// line is made from Body when the frame is written: a paced plugin host
   /// (DTLTO_PLUGIN_PACED) leaves most of a large link's frames waiting
   /// here, and their lines would take a kilobyte each meanwhile. Body is
-  /// sent from where it is, not copied: its memory must stay until this
-  /// object is destroyed, unless it is in Owned. Owned is memory that only
-  /// this frame needs (the job's index shard): it is freed once the frame
-  /// is written. Body may point into it: moving a SmallString<0> that holds
-  /// bytes keeps them where they are.
+  /// sent from where it is, not copied: its memory must stay while Keep is
+  /// held (a host in the linker reads it in place, and may hold it longer
+  /// than this object lives), unless it is in Owned, or is the linker's
+  /// input buffers. Owned is memory that only this frame needs (the job's
+  /// index shard): it is freed once the frame is written, or once the host
+  /// in the linker lets go of the job. Body may point into it: moving a
+  /// SmallString<0> that holds bytes keeps them where they are.
   using LineMaker = llvm::unique_function<std::string(
       llvm::ArrayRef<llvm::StringRef> Body)>;
   void sendFrame(LineMaker MakeLine, std::vector<llvm::StringRef> Body,
-                 llvm::SmallString<0> Owned);
+                 llvm::SmallString<0> Owned, std::shared_ptr<const void> Keep);
 
   bool exited() const;
   /// Once exited(): success for exit status 0, else what went wrong.

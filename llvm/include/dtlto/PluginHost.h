@@ -15,31 +15,46 @@
 #define DTLTO_PLUGIN_HOST_H
 
 #include "llvm/ADT/StringRef.h"
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace dtlto {
 
 /// The channels of a host on a thread of the linker, in memory. The engine
-/// queues its messages (the job channel's bytes, line by line and frame by
-/// frame) where the host's thread takes them, and each event goes to the
-/// engine by a call from the thread that reports it. Between the two
-/// threads there is no socket, no pipe and no thread of the engine's: on
-/// this project's 2-core VM each wake-up of a waiting thread costs a
-/// reschedule and two task switches, and the engine's writer and reader
-/// threads woke four times a job (docs/performance.md, "The plugin in the
-/// linker, called directly"). The engine implements it (Distributor.cpp).
+/// queues its messages (the job channel's lines and frames) where the
+/// host's thread takes them, and each event goes to the engine by a call
+/// from the thread that reports it. Between the two threads there is no
+/// socket, no pipe and no thread of the engine's: on this project's 2-core
+/// VM each wake-up of a waiting thread costs a reschedule and two task
+/// switches, and the engine's writer and reader threads woke four times a
+/// job (docs/performance.md, "The plugin in the linker, called directly").
+/// A frame's inputs are not copied: the host reads them where the engine
+/// has them, so that a paced host's queue (up to DTLTO_PLUGIN_QUEUE_MIB of
+/// inputs) costs the linker no memory of its own. The engine implements
+/// it (Distributor.cpp).
 class HostMailbox {
 public:
   virtual ~HostMailbox() = default;
   enum class Got { Bytes, Woken, Closed };
-  /// Appends the next message's bytes to Out, exactly as the job channel
-  /// would carry them, and says Bytes; with none queued, waits. Out null:
-  /// takes nothing and waits for a wake() (a paced host with a full
-  /// queue). WakeOnFinal: a wake() ends the wait (Woken); else wake()s
-  /// are remembered for the next wait that asks for them. Closed once the
+  /// A frame's inputs in the engine's memory, in the order of its line's
+  /// "sizes". They stay valid while Keep is held, also after the mailbox
+  /// is closed: Keep owns what only the frame needs (the job's shard) and
+  /// keeps the engine's mapped module files; the rest (archive members)
+  /// is the linker's input buffers, which live until the link ends.
+  struct InPlace {
+    std::vector<llvm::StringRef> Parts;
+    std::shared_ptr<const void> Keep;
+  };
+  /// Appends the next message's line to Out, with its newline, exactly as
+  /// the job channel would carry it, and says Bytes: a frame's inputs go
+  /// to Frame instead of after the line (no newline after them), anything
+  /// else leaves Frame empty. With none queued, waits. Out null: takes
+  /// nothing and waits for a wake() (a paced host with a full queue).
+  /// WakeOnFinal: a wake() ends the wait (Woken); else wake()s are
+  /// remembered for the next wait that asks for them. Closed once the
   /// engine is done with the host, at once, with nothing appended.
-  virtual Got wait(std::string *Out, bool WakeOnFinal) = 0;
+  virtual Got wait(std::string *Out, InPlace *Frame, bool WakeOnFinal) = 0;
   /// A job became final (any thread).
   virtual void wake() = 0;
   /// An event line and the bytes after it (any thread). Dropped once the

@@ -270,28 +270,30 @@ struct Outgoing {
   std::vector<StringRef> Body;
   SmallString<0> Owned;
   DistributorProcess::LineMaker MakeLine;
+  std::shared_ptr<const void> Keep; // keeps Body's memory
 };
 
-/// The bytes a message puts on the job channel, in order: its line (made
-/// now for a frame), then a frame's body and the newline that ends it.
-static void forEachPart(Outgoing &Msg, function_ref<void(StringRef)> Part) {
+/// A message's line, made now for a frame (from the engine's job).
+static void makeLine(Outgoing &Msg) {
   if (Msg.MakeLine)
     Msg.Line = Msg.MakeLine(Msg.Body) + '\n';
-  Part(Msg.Line);
-  for (StringRef Bytes : Msg.Body)
-    Part(Bytes);
-  if (!Msg.Body.empty())
-    Part("\n");
 }
+
+/// What a host in the linker holds of a frame it reads in place: the
+/// frame's own memory and what keeps the engine's.
+struct HeldFrame {
+  SmallString<0> Owned;
+  std::shared_ptr<const void> Keep;
+};
 
 namespace {
 /// The channels of a plugin host on a thread of the linker (PluginHost.h).
-/// A message's body is the linker's memory until the mailbox is closed,
-/// and its line is made from the engine's job: the host's thread copies
-/// both out while it is counted in InUse, and close() waits for that, as
-/// it does for an event being handed over. After close() nothing of the
-/// engine's is touched again, so a host left behind in a plugin's call
-/// cannot reach an engine that has gone.
+/// A message's line is made from the engine's job: the host's thread makes
+/// it while it is counted in InUse, and close() waits for that, as it does
+/// for an event being handed over. A frame's inputs go to the host in
+/// place, with what keeps them (HostMailbox::InPlace). After close() the
+/// host reaches nothing of the engine's but those, so a host left behind
+/// in a plugin's call cannot reach an engine that has gone.
 class InLinkerMailbox final : public HostMailbox {
 public:
   explicit InLinkerMailbox(DistributorProcess::EventFn OnEvent)
@@ -314,7 +316,7 @@ public:
     Drained.wait(Lock, [&] { return InUse == 0; });
   }
 
-  Got wait(std::string *Out, bool WakeOnFinal) override {
+  Got wait(std::string *Out, InPlace *Frame, bool WakeOnFinal) override {
     Outgoing Msg;
     {
       std::unique_lock<std::mutex> Lock(Mu);
@@ -339,9 +341,15 @@ public:
       Queue.pop_front();
       ++InUse;
     }
-    forEachPart(Msg, [&](StringRef Bytes) { Out->append(Bytes); });
-    Msg = Outgoing();
+    makeLine(Msg);
     release();
+    Out->append(Msg.Line);
+    *Frame = InPlace();
+    if (!Msg.Body.empty()) {
+      Frame->Parts = std::move(Msg.Body);
+      Frame->Keep = std::make_shared<HeldFrame>(
+          HeldFrame{std::move(Msg.Owned), std::move(Msg.Keep)});
+    }
     return Got::Bytes;
   }
 
@@ -379,7 +387,7 @@ private:
   std::deque<Outgoing> Queue;
   bool Closed = false;
   bool HostWantsBytes = false, HostWantsWakes = false; // what it waits for
-  unsigned InUse = 0; // messages being copied out, events being handed over
+  unsigned InUse = 0; // lines being made, events being handed over
   uint64_t Wakes = 0, SeenWakes = 0;
   std::mutex EventMu; // one event at a time, as from a reader thread
 };
@@ -503,11 +511,17 @@ void DistributorProcess::Impl::writeJobs() {
       Msg = std::move(Outbox.front());
       Outbox.pop_front();
     }
+    makeLine(Msg);
     std::vector<iovec> Iov;
-    forEachPart(Msg, [&](StringRef Bytes) {
+    auto Part = [&](StringRef Bytes) {
       if (!Bytes.empty())
         Iov.push_back({const_cast<char *>(Bytes.data()), Bytes.size()});
-    });
+    };
+    Part(Msg.Line);
+    for (StringRef Bytes : Msg.Body)
+      Part(Bytes);
+    if (!Msg.Body.empty())
+      Part("\n"); // a frame ends with a newline after its bytes
     if (!writeAll(JobWrite, Iov, /*Socket=*/true)) {
       // The distributor closed its end: it takes no more jobs.
       std::lock_guard<std::mutex> Lock(Mu);
@@ -794,13 +808,15 @@ void DistributorProcess::Impl::queue(Outgoing Msg) {
 }
 
 void DistributorProcess::send(std::string Line) {
-  I->queue({std::move(Line) + '\n', {}, {}, {}});
+  I->queue({std::move(Line) + '\n', {}, {}, {}, {}});
 }
 
 void DistributorProcess::sendFrame(LineMaker MakeLine,
                                    std::vector<StringRef> Body,
-                                   SmallString<0> Owned) {
-  I->queue({{}, std::move(Body), std::move(Owned), std::move(MakeLine)});
+                                   SmallString<0> Owned,
+                                   std::shared_ptr<const void> Keep) {
+  I->queue({{}, std::move(Body), std::move(Owned), std::move(MakeLine),
+            std::move(Keep)});
 }
 
 bool DistributorProcess::exited() const {

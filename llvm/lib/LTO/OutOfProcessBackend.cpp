@@ -325,10 +325,13 @@ private:
   std::condition_variable Changed;
   bool Streaming = false;
   std::mutex FarmStartMu; // held while the streaming farm is being started
-  // With a plugin: module files mapped for their bytes, once each. Before
-  // Farm: its job channel sends from them.
+  // With a plugin: module files mapped for their bytes, once each. Every
+  // frame shares them: its job channel sends from them, and a plugin in
+  // the linker reads them in place, maybe after the backend has gone (one
+  // left behind in a plugin's call).
   std::mutex MappedMu;
-  StringMap<std::unique_ptr<MemoryBuffer>> Mapped;
+  using MappedFiles = StringMap<std::unique_ptr<MemoryBuffer>>;
+  std::shared_ptr<MappedFiles> Mapped = std::make_shared<MappedFiles>();
   std::unique_ptr<DistributorProcess> Farm;
   std::optional<std::string> FarmStartFailure;
   bool FarmExited = false;
@@ -938,7 +941,7 @@ StringRef OutOfProcessBackend::moduleBytes(StringRef ModuleID) {
   if (std::optional<MemoryBufferRef> Copy = preparedCopy(ModuleID))
     return Copy->getBuffer();
   std::lock_guard<std::mutex> Lock(MappedMu);
-  std::unique_ptr<MemoryBuffer> &Buf = Mapped[ModuleID];
+  std::unique_ptr<MemoryBuffer> &Buf = (*Mapped)[ModuleID];
   if (!Buf) {
     ErrorOr<std::unique_ptr<MemoryBuffer>> File = MemoryBuffer::getFile(
         ModuleID, /*IsText=*/false, /*RequiresNullTerminator=*/false);
@@ -1038,9 +1041,10 @@ void OutOfProcessBackend::handOver(JobState &State) {
   }
   // Not while events wait for Mu. No event can name the job before it is
   // sent, and Farm stays until every job is handed over. The bytes go from
-  // where they are (the linker's buffers and mapped files, which outlive
-  // Farm), and the shard goes with the frame: freed once written, it is not
-  // held for the rest of the link (30,000 jobs' shards are 20 to 130 MB).
+  // where they are (the linker's buffers, and mapped files the frame keeps),
+  // and the shard goes with the frame: freed once written (in the linker:
+  // once the plugin is done with the job), it is not held for the rest of
+  // the link (30,000 jobs' shards are 20 to 130 MB).
   // The line is made when the frame is written; the job's fields no longer
   // change.
   Lock.unlock();
@@ -1048,7 +1052,7 @@ void OutOfProcessBackend::handOver(JobState &State) {
       [&State](ArrayRef<StringRef> Body) {
         return jobFrameLine(State.Id, State.J, Body);
       },
-      std::move(Contents), std::move(Shard));
+      std::move(Contents), std::move(Shard), Mapped);
 }
 
 // One line of the event channel, on the distributor's reader thread.

@@ -40,6 +40,8 @@ namespace {
 /// One job while the plugin has it.
 struct HostJob {
   std::string Frame; // the line's strings and the inputs' bytes live here
+  HostMailbox::InPlace Held; // in the linker: the inputs, where they are
+  uint64_t Bytes = 0;        // what it counts in the paced queue
   std::vector<std::string> Strings;
   std::vector<const char *> Args;
   std::vector<dtlto_input> Inputs;
@@ -90,10 +92,13 @@ struct Host {
   bool fail(int Code, const Twine &Msg);
 
   std::string Pending; // bytes read from the job channel, not yet used
+  // In the linker: the inputs of the frame whose line is in Pending.
+  HostMailbox::InPlace Held;
   bool readMore();
   bool waitForMore();
   bool openSession(const json::Object &L, std::string Payload);
-  bool submit(const json::Object &O, std::string Frame, size_t LineEnd);
+  bool submit(const json::Object &O, std::string Frame, size_t LineEnd,
+              HostMailbox::InPlace Held);
   void freeFinals();
   bool allFinal();
   /// Final: the job's last report (done, failed without retry, cancelled).
@@ -291,7 +296,7 @@ bool Host::setQueueBudget() {
 bool Host::waitForMore() {
   bool Full = queueFull();
   if (Mailbox)
-    return Mailbox->wait(Full ? nullptr : &Pending, Full || EndSeen) !=
+    return Mailbox->wait(Full ? nullptr : &Pending, &Held, Full || EndSeen) !=
            HostMailbox::Got::Closed;
   struct pollfd P[2] = {{Jobs, Full ? short(0) : short(POLLIN), 0},
                         {Wake[0], POLLIN, 0}};
@@ -398,9 +403,11 @@ bool Host::openSession(const json::Object &O, std::string Payload) {
   return true;
 }
 
-bool Host::submit(const json::Object &O, std::string Frame, size_t LineEnd) {
+bool Host::submit(const json::Object &O, std::string Frame, size_t LineEnd,
+                  HostMailbox::InPlace Held) {
   auto J = std::make_unique<HostJob>();
   J->Frame = std::move(Frame);
+  J->Held = std::move(Held);
   uint64_t Id = O.getInteger("id").value_or(0);
   auto Strings = [&](StringRef Key) {
     std::vector<std::string> Out;
@@ -423,11 +430,18 @@ bool Host::submit(const json::Object &O, std::string Frame, size_t LineEnd) {
   for (size_t I = 0; I < NumArgs; ++I)
     J->Args.push_back(J->Strings[I].c_str());
   bool WantFiles = Plugin->flags & DTLTO_PLUGIN_INPUT_FILES;
+  bool InPlace = !J->Held.Parts.empty();
+  if (InPlace && J->Held.Parts.size() != Names.size())
+    return fail(1, "the engine sent job " + Twine(O.getInteger("id").value_or(0)) +
+                       " with " + Twine(J->Held.Parts.size()) +
+                       " inputs in memory for " + Twine(Names.size()) +
+                       " names");
   size_t Off = LineEnd;
   for (size_t I = 0; I < Names.size(); ++I) {
     const std::string &Name = J->Strings[NumArgs + I];
     uint64_t Size = I < Sizes.size() ? Sizes[I] : 0;
-    StringRef Data = StringRef(J->Frame).substr(Off, Size);
+    StringRef Data = InPlace ? J->Held.Parts[I].take_front(Size)
+                             : StringRef(J->Frame).substr(Off, Size);
     Off += Size;
     if (WantFiles && !writeMissing(Name, Data, J->Written))
       return fail(1, "cannot write '" + Name + "' for the plugin");
@@ -444,7 +458,11 @@ bool Host::submit(const json::Object &O, std::string Frame, size_t LineEnd) {
   J->Job.output_path = J->Output.c_str();
   J->Job.input_bytes = O.getInteger("input_bytes").value_or(0);
   const dtlto_job *Job = &J->Job;
-  QueueBytes += J->Frame.size();
+  // Inputs in place count as if copied: the queue paces the plugin alike
+  // in the linker and in a process (the local plugin picks among the jobs
+  // it holds).
+  J->Bytes = J->Frame.size() + (InPlace ? jobBytes(O) : 0);
+  QueueBytes += J->Bytes;
   {
     std::lock_guard<std::mutex> Lock(Mu);
     JobsById[Id] = std::move(J);
@@ -468,7 +486,7 @@ void Host::freeFinals() {
     Finals.clear();
   }
   for (const std::unique_ptr<HostJob> &J : Gone) {
-    QueueBytes -= J->Frame.size();
+    QueueBytes -= J->Bytes;
     for (const std::string &F : J->Written)
       sys::fs::remove(F);
   }
@@ -508,6 +526,19 @@ bool Host::run() {
       if (!O)
         return fail(1, "the engine sent a line that is not a JSON object");
       uint64_t Bytes = Opened ? jobBytes(*O) : linkBytes(*O);
+      // In the linker a job's inputs come in place (Held), not after its
+      // line.
+      HostMailbox::InPlace InPlace = std::move(Held);
+      Held = HostMailbox::InPlace();
+      if (!InPlace.Parts.empty()) {
+        uint64_t Sum = 0;
+        for (StringRef P : InPlace.Parts)
+          Sum += P.size();
+        if (Sum != Bytes || !O->get("id"))
+          return fail(1, "the engine sent a frame whose inputs do not match "
+                         "its line");
+        Bytes = 0;
+      }
       if (Rest.size() < NL + 1 + Bytes)
         break;
       // A frame that is all of Pending (in the linker, usually) is taken
@@ -537,7 +568,7 @@ bool Host::run() {
         EndSeen = true;
         Plugin->end_of_jobs(Session);
       } else if (O->get("id")) {
-        if (!submit(*O, std::move(Frame), NL + 1))
+        if (!submit(*O, std::move(Frame), NL + 1, std::move(InPlace)))
           return false;
       }
     }

@@ -13,6 +13,10 @@
  *           linker, or dtlto-plugin-host) and how many pipes and sockets
  *           it has open past stderr (the host's channels, if any), then
  *           fails every job
+ *   where   holds every job until the end of the jobs, then says how many
+ *           module names came in more than one job and how many of those
+ *           came at one address every time (inputs read where the engine
+ *           has them, not copies), then fails every job
  * Built with -DABI_VERSION=N it claims another ABI version; with -DNO_ENTRY
  * it exports no entry point. */
 
@@ -46,6 +50,39 @@ static int count_channels(void) {
   return n;
 }
 static const char *mode = "";
+
+/* The jobs the where mode holds: valid until reported final. */
+static const dtlto_job *held[64];
+static size_t num_held;
+
+static void say_where(void) {
+  int shared = 0, same = 0;
+  for (size_t a = 0; a < num_held; ++a)
+    for (size_t i = 0; i < held[a]->num_inputs; ++i) {
+      const dtlto_input *in = &held[a]->inputs[i];
+      int seen_before = 0, others = 0, at_one_address = 1;
+      for (size_t b = 0; b < num_held; ++b)
+        for (size_t k = 0; k < held[b]->num_inputs; ++k) {
+          const dtlto_input *o = &held[b]->inputs[k];
+          if ((b == a && k == i) || strcmp(o->name, in->name))
+            continue;
+          if (b < a || (b == a && k < i))
+            seen_before = 1;
+          ++others;
+          if (o->contents.data != in->contents.data)
+            at_one_address = 0;
+        }
+      if (others && !seen_before) {
+        ++shared;
+        same += at_one_address;
+      }
+    }
+  char msg[128];
+  snprintf(msg, sizeof(msg),
+           "%d modules in more than one job, %d of them at one address", shared,
+           same);
+  engine->log(engine->ctx, msg);
+}
 
 static void *fault_open(const dtlto_link *link, const dtlto_engine *e,
                         const char *const *args, size_t num_args, char *error,
@@ -88,6 +125,10 @@ static int fault_submit(void *s, const dtlto_job *job) {
     engine->accepted(engine->ctx, job->id);
     return 0;
   }
+  if (!strcmp(mode, "where") && num_held < sizeof(held) / sizeof(held[0])) {
+    held[num_held++] = job;
+    return 0;
+  }
   if (!strcmp(mode, "bad")) {
     static const char junk[] = "\x7f" "ELF but not really an object";
     dtlto_buffer b = {junk, sizeof(junk)};
@@ -105,7 +146,16 @@ static void fault_cancel(void *s, uint64_t id) {
   engine->log(engine->ctx, msg);
   engine->cancelled(engine->ctx, id);
 }
-static void fault_end(void *s) { (void)s; }
+static void fault_end(void *s) {
+  (void)s;
+  if (strcmp(mode, "where"))
+    return;
+  say_where();
+  for (size_t a = 0; a < num_held; ++a)
+    engine->failed(engine->ctx, held[a]->id, "the where mode fails every job",
+                   0);
+  num_held = 0;
+}
 static void fault_close(void *s) { (void)s; }
 
 static const dtlto_plugin plugin = {ABI_VERSION, 0, "fault", fault_open,
