@@ -12,10 +12,11 @@ the samples by process name:
   native  our ld.lld, utils/dtlto/local.py --jobs=N, dtlto-backend batch
           workers (the harness's ours-native mode)
   plugin  our ld.lld, builtin:local --jobs=N, dtlto-backend --memory
-          workers in dtlto-plugin-host (the harness's ours-plugin mode)
+          workers in dtlto-plugin-host (DTLTO_PLUGIN_IN_PROCESS=0; the
+          harness's ours-plugin mode)
   inlinker  the same plugin on a thread of the linker
-          (DTLTO_PLUGIN_IN_PROCESS=1): no host process, its CPU counts
-          as the linker's
+          (DTLTO_PLUGIN_IN_PROCESS=1, builtin:local's default): no host
+          process, its CPU counts as the linker's
   prefed  (opt-in) our ld.lld one-shot (DTLTO_STREAM=0) with
           benchlib/prefeddist.py: N batch workers given every job up front,
           so that nothing wakes the distributor or the linker per job

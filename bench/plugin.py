@@ -68,10 +68,11 @@ def find_build(cache, program):
 
 
 def mode_args(mode, args):
-    if mode == "plugin-in-linker":
-        return mode_args("plugin", args) + ["-mllvm", "-dtlto-plugin-in-process"]
-    if mode == "plugin":
-        return ["--thinlto-distributor=builtin:local",
+    # Said either way: a built-in plugin runs in the linker by default.
+    if mode in ("plugin", "plugin-in-linker"):
+        where = "1" if mode == "plugin-in-linker" else "0"
+        return ["-mllvm", f"-dtlto-plugin-in-process={where}",
+                "--thinlto-distributor=builtin:local",
                 f"--thinlto-distributor-arg=--jobs={args.jobs}",
                 f"--thinlto-remote-compiler={args.dtlto_backend}"]
     return [f"--thinlto-distributor={args.python}",

@@ -67,10 +67,14 @@ MODES = [
     # Opt-in (--modes ...,ours-plugin): the same dtlto-backend workers fed
     # by the built-in local plugin; what bench/plugin.py compares on the
     # real programs, here for bench/scale.py's sizes.
-    Mode("ours-plugin", "our ld.lld DTLTO + builtin:local plugin, dtlto-backend --memory",
-         "ours, plugin", "ours", True, native=True, plugin="builtin:local", default=False),
+    # In dtlto-plugin-host, said so: a built-in plugin runs in the linker by
+    # default.
+    Mode("ours-plugin", "our ld.lld DTLTO + builtin:local plugin in its host, "
+         "dtlto-backend --memory", "ours, plugin", "ours", True, native=True,
+         plugin="builtin:local", default=False, env=(("DTLTO_PLUGIN_IN_PROCESS", "0"),)),
     # Opt-in: the same plugin on a thread of the linker (no host process;
-    # docs/plugins.md), the cheapest local path there is.
+    # docs/plugins.md; the default for builtin:local), the cheapest local
+    # path there is.
     Mode("ours-inlinker", "our ld.lld DTLTO + builtin:local plugin in the linker, "
          "dtlto-backend --memory", "ours, plugin in the linker", "ours", True, native=True,
          plugin="builtin:local", default=False, env=(("DTLTO_PLUGIN_IN_PROCESS", "1"),)),

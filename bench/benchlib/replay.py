@@ -46,6 +46,7 @@ def mode_env(mode):
     env = dict(os.environ, DTLTO_LOCAL_JOBS="0", DTLTO_LOCAL_FALLBACK="0")
     if mode == "prefed":
         env["DTLTO_STREAM"] = "0"
-    if mode == "inlinker":
-        env["DTLTO_PLUGIN_IN_PROCESS"] = "1"
+    if mode in ("plugin", "inlinker"):
+        # Said either way: a built-in plugin runs in the linker by default.
+        env["DTLTO_PLUGIN_IN_PROCESS"] = "1" if mode == "inlinker" else "0"
     return env

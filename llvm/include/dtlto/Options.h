@@ -35,9 +35,10 @@ llvm::Expected<bool> localFallback();
 
 /// Load a distributor plugin into the linker rather than into
 /// dtlto-plugin-host (-mllvm -dtlto-plugin-in-process=<bool>, or
-/// DTLTO_PLUGIN_IN_PROCESS=0|1; off by default). docs/plugins.md says what
-/// each gives up.
-llvm::Expected<bool> pluginInProcess();
+/// DTLTO_PLUGIN_IN_PROCESS=0|1). By default a built-in plugin (Builtin: it
+/// is the linker's own code) runs in the linker and a shared object in the
+/// host. docs/plugins.md says what each gives up.
+llvm::Expected<bool> pluginInProcess(bool Builtin);
 
 /// Seconds the distributor may run before it is stopped; 0 means no limit
 /// (-mllvm -dtlto-distributor-timeout=<s>, or DTLTO_DISTRIBUTOR_TIMEOUT=<s>).

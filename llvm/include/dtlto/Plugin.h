@@ -3,9 +3,9 @@
 // --thinlto-distributor= may name a distributor plugin (docs/plugins.md): a
 // shared object that exports dtlto_plugin_entry, or builtin:<name>. The
 // plugin host (PluginHost.h) loads it and speaks the streaming protocol to
-// the engine, the jobs' inputs and objects in memory: by default in
-// dtlto-plugin-host, a process of its own; with -dtlto-plugin-in-process on
-// a thread of the linker. This file decides whether the setting is a
+// the engine, the jobs' inputs and objects in memory: in dtlto-plugin-host,
+// a process of its own, or with -dtlto-plugin-in-process on a thread of the
+// linker (the default for a built-in plugin). This file decides whether the setting is a
 // plugin, checks it before any work is done, and finds what runs it.
 //
 //===----------------------------------------------------------------------===//
@@ -25,7 +25,8 @@ struct PluginChoice {
   std::string Plugin;
   /// The plugin host program that runs it (unless InProcess).
   std::string Host;
-  /// Runs it on a thread of the linker (-dtlto-plugin-in-process).
+  /// Runs it on a thread of the linker (-dtlto-plugin-in-process; the
+  /// default for a built-in plugin).
   bool InProcess = false;
   /// InProcess: dtlto-backend next to the linker, for the plugins that run
   /// it ("" when there is none; the host finds its own).

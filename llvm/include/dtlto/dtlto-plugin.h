@@ -28,8 +28,9 @@
  * A plugin cannot write into the linker's memory, but it runs as the user in
  * the link's directory: it can write files there.
  *
- * With -mllvm -dtlto-plugin-in-process (DTLTO_PLUGIN_IN_PROCESS=1) the same
- * host runs on a thread of the linker instead, and no process is started:
+ * With -mllvm -dtlto-plugin-in-process (DTLTO_PLUGIN_IN_PROCESS=1; the
+ * default for builtin:local, not for a shared object) the same host runs
+ * on a thread of the linker instead, and no process is started:
  * objects are still checked, a hang is still cut at the deadline (the
  * plugin's thread is left behind), but a crash or an exit ends the linker
  * and the link fails (docs/plugins.md). The ABI is the same either way.

@@ -747,15 +747,16 @@ static void registerInProcessNotes(StringRef Name) {
   std::call_once(Once, [&] {
     snprintf(InProcessNote, sizeof(InProcessNote),
              "dtlto: the linker crashed while %.*s ran inside it "
-             "(-dtlto-plugin-in-process); without that setting it runs in "
-             "dtlto-plugin-host, and a crash there costs time, not the link\n",
+             "(-dtlto-plugin-in-process); with -dtlto-plugin-in-process=0 "
+             "it runs in dtlto-plugin-host, and a crash there costs time, "
+             "not the link\n",
              int(std::min<size_t>(Name.size(), 800)), Name.data());
     snprintf(InPluginExitNote, sizeof(InPluginExitNote),
              "dtlto: error: %.*s called exit() inside the linker "
              "(-dtlto-plugin-in-process) before the link was done; the link "
-             "failed and wrote no output (without that setting the plugin "
-             "runs in dtlto-plugin-host, whose exit costs time, not the "
-             "link)\n",
+             "failed and wrote no output (with -dtlto-plugin-in-process=0 "
+             "the plugin runs in dtlto-plugin-host, whose exit costs time, "
+             "not the link)\n",
              int(std::min<size_t>(Name.size(), 800)), Name.data());
     sys::AddSignalHandler(noteInProcessCrash, nullptr);
     std::atexit(exitWhileInPlugin);

@@ -64,8 +64,8 @@ static cl::opt<bool> PluginInProcessOpt(
     "dtlto-plugin-in-process",
     cl::desc("Load a DTLTO distributor plugin into the linker instead of "
              "running it in dtlto-plugin-host: no process is started, but a "
-             "plugin that crashes takes the link with it (default: false; "
-             "docs/plugins.md)"));
+             "plugin that crashes takes the link with it (default: true for "
+             "builtin:local, false for a shared object; docs/plugins.md)"));
 
 static std::optional<StringRef> env(const char *Name) {
   const char *V = std::getenv(Name);
@@ -113,8 +113,8 @@ Expected<bool> dtlto::localFallback() {
   return boolSetting(LocalFallbackOpt, "DTLTO_LOCAL_FALLBACK", !*Compat);
 }
 
-Expected<bool> dtlto::pluginInProcess() {
-  return boolSetting(PluginInProcessOpt, "DTLTO_PLUGIN_IN_PROCESS", false);
+Expected<bool> dtlto::pluginInProcess(bool Builtin) {
+  return boolSetting(PluginInProcessOpt, "DTLTO_PLUGIN_IN_PROCESS", Builtin);
 }
 
 Expected<unsigned> dtlto::distributorTimeout() {

@@ -134,7 +134,12 @@ Expected<std::optional<PluginChoice>> findPlugin(StringRef Distributor) {
     }
     C.Plugin = std::string(Abs);
   }
-  Expected<bool> InProcess = pluginInProcess();
+  // A built-in plugin is the linker's own code, as the engine is: it runs
+  // in the linker unless told otherwise, without a process start, a copy
+  // of each job, or wake-ups between the two (docs/plugins.md). A shared
+  // object may be anyone's: it runs in the host unless told otherwise.
+  Expected<bool> InProcess =
+      pluginInProcess(StringRef(C.Plugin).starts_with("builtin:"));
   if (!InProcess)
     return InProcess.takeError();
   C.InProcess = *InProcess;

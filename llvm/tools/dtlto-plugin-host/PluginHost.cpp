@@ -432,10 +432,9 @@ bool Host::submit(const json::Object &O, std::string Frame, size_t LineEnd,
   bool WantFiles = Plugin->flags & DTLTO_PLUGIN_INPUT_FILES;
   bool InPlace = !J->Held.Parts.empty();
   if (InPlace && J->Held.Parts.size() != Names.size())
-    return fail(1, "the engine sent job " + Twine(O.getInteger("id").value_or(0)) +
-                       " with " + Twine(J->Held.Parts.size()) +
-                       " inputs in memory for " + Twine(Names.size()) +
-                       " names");
+    return fail(1, "the engine sent job " + Twine(Id) + " with " +
+                       Twine(J->Held.Parts.size()) + " inputs in memory for " +
+                       Twine(Names.size()) + " names");
   size_t Off = LineEnd;
   for (size_t I = 0; I < Names.size(); ++I) {
     const std::string &Name = J->Strings[NumArgs + I];
