@@ -39,7 +39,7 @@ namespace {
 
 /// One job while the plugin has it.
 struct HostJob {
-  std::string Frame; // the line's strings and the inputs' bytes live here
+  std::string Frame;         // the line, then the inputs' bytes (not in place)
   HostMailbox::InPlace Held; // in the linker: the inputs, where they are
   uint64_t Bytes = 0;        // what it counts in the paced queue
   std::vector<std::string> Strings;
