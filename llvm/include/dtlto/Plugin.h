@@ -5,8 +5,9 @@
 // plugin host (PluginHost.h) loads it and speaks the streaming protocol to
 // the engine, the jobs' inputs and objects in memory: in dtlto-plugin-host,
 // a process of its own, or with -dtlto-plugin-in-process on a thread of the
-// linker (the default for a built-in plugin). This file decides whether the setting is a
-// plugin, checks it before any work is done, and finds what runs it.
+// linker (the default for a built-in plugin). This file decides whether the
+// setting is a plugin, checks it before any work is done, and finds what
+// runs it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -30,6 +30,7 @@
 #include <poll.h>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 using namespace llvm;
@@ -430,17 +431,21 @@ bool Host::submit(const json::Object &O, std::string Frame, size_t LineEnd,
   for (size_t I = 0; I < NumArgs; ++I)
     J->Args.push_back(J->Strings[I].c_str());
   bool WantFiles = Plugin->flags & DTLTO_PLUGIN_INPUT_FILES;
+  // Inputs in place are the line's inputs, one part each, of its sizes.
   bool InPlace = !J->Held.Parts.empty();
-  if (InPlace && J->Held.Parts.size() != Names.size())
-    return fail(1, "the engine sent job " + Twine(Id) + " with " +
-                       Twine(J->Held.Parts.size()) + " inputs in memory for " +
-                       Twine(Names.size()) + " names");
+  bool Fits =
+      J->Held.Parts.size() == Names.size() && Sizes.size() >= Names.size();
+  for (size_t I = 0; InPlace && Fits && I < Names.size(); ++I)
+    Fits = J->Held.Parts[I].size() == Sizes[I];
+  if (InPlace && !Fits)
+    return fail(1, "the engine sent job " + Twine(Id) +
+                       " with inputs in memory that do not match its line");
   size_t Off = LineEnd;
   for (size_t I = 0; I < Names.size(); ++I) {
     const std::string &Name = J->Strings[NumArgs + I];
     uint64_t Size = I < Sizes.size() ? Sizes[I] : 0;
-    StringRef Data = InPlace ? J->Held.Parts[I].take_front(Size)
-                             : StringRef(J->Frame).substr(Off, Size);
+    StringRef Data =
+        InPlace ? J->Held.Parts[I] : StringRef(J->Frame).substr(Off, Size);
     Off += Size;
     if (WantFiles && !writeMissing(Name, Data, J->Written))
       return fail(1, "cannot write '" + Name + "' for the plugin");
@@ -526,16 +531,12 @@ bool Host::run() {
         return fail(1, "the engine sent a line that is not a JSON object");
       uint64_t Bytes = Opened ? jobBytes(*O) : linkBytes(*O);
       // In the linker a job's inputs come in place (Held), not after its
-      // line.
-      HostMailbox::InPlace InPlace = std::move(Held);
-      Held = HostMailbox::InPlace();
+      // line; submit() checks them against it.
+      HostMailbox::InPlace InPlace = std::exchange(Held, {});
       if (!InPlace.Parts.empty()) {
-        uint64_t Sum = 0;
-        for (StringRef P : InPlace.Parts)
-          Sum += P.size();
-        if (Sum != Bytes || !O->get("id"))
-          return fail(1, "the engine sent a frame whose inputs do not match "
-                         "its line");
+        if (!O->get("id"))
+          return fail(1, "the engine sent inputs in memory with a line that "
+                         "is no job");
         Bytes = 0;
       }
       if (Rest.size() < NL + 1 + Bytes)
