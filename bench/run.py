@@ -167,6 +167,9 @@ def main(argv=None):
     try:
         if args.install_deps:
             install_packages()
+        if not args.build_only:
+            from benchlib.bench import check_companions
+            check_companions(args.ld_lld, args.modes)
         tools = build_tools(args.clang, args.stock_ld_lld)
         builds = [prepare(name, args.cache, tools, generator_options(args))
                   for name in args.programs]

@@ -40,6 +40,48 @@ def snapshot_linker(path, dest_dir, name="ld.lld"):
     return dest, elfdiff.sha256(dest)
 
 
+# What our linker finds beside itself: the plugin host next to it
+# (docs/plugins.md), the fork server library next to it or in ../lib
+# (docs/manifest.md); for each, what a mode that needs it would measure
+# without it, and which modes need it.
+COMPANIONS = {
+    "dtlto-plugin-host": (
+        ("dtlto-plugin-host",),
+        "its plugin modes with the plugin in its host would fail",
+        lambda m: m.plugin and ("DTLTO_PLUGIN_IN_PROCESS", "0") in m.env),
+    "libdtlto-forkserver.so": (
+        ("libdtlto-forkserver.so", "../lib/libdtlto-forkserver.so"),
+        "local.py would start every clang job afresh (what the mode ours-fresh "
+        "measures), not fork it from one clang",
+        lambda m: (m.linker == "ours" and m.distributed and not m.native
+                   and not m.plugin and "--no-fork-server" not in m.distributor_args)),
+}
+
+
+def companions(ld_lld):
+    """{name: the path our linker would find it at, or None}."""
+    bin_dir = os.path.dirname(os.path.realpath(ld_lld))
+    found = {}
+    for name, (places, _, _) in COMPANIONS.items():
+        found[name] = next((os.path.normpath(os.path.join(bin_dir, p)) for p in places
+                            if os.path.exists(os.path.join(bin_dir, p))), None)
+    return found
+
+
+def check_companions(ld_lld, mode_keys):
+    """Refuse, before anything is built, to benchmark a mode that would
+    silently measure something else because the linker given lacks what it
+    finds beside itself (a copy of build/bin/ld.lld alone, say)."""
+    found = companions(ld_lld)
+    for name, (places, without, needs) in COMPANIONS.items():
+        modes = [m.key for m in MODES if m.key in mode_keys and needs(m)]
+        if modes and not found[name]:
+            raise BenchError(
+                f"{ld_lld}: no {name} beside it ({' or '.join(places)}), so "
+                f"{without} ({', '.join(modes)}); copy build/bin and build/lib "
+                "together, or give --ld-lld build/bin/ld.lld")
+
+
 class Context:
     def __init__(self, args):
         self.jobs = args.jobs
@@ -56,14 +98,10 @@ class Context:
         self.native_backend, _ = snapshot_linker(
             args.dtlto_backend, os.path.join(args.out, "linker-snapshot"),
             name="dtlto-backend")
-        # The plugin host is found next to the linker (docs/plugins.md), the
-        # fork server library next to it or in ../lib (docs/manifest.md).
-        bin_dir = os.path.dirname(os.path.realpath(args.ld_lld))
-        for name in ("dtlto-plugin-host", "../lib/libdtlto-forkserver.so"):
-            path = os.path.join(bin_dir, name)
-            if os.path.exists(path):
+        for path in companions(args.ld_lld).values():
+            if path:
                 snapshot_linker(path, os.path.join(args.out, "linker-snapshot"),
-                                name=os.path.basename(name))
+                                name=os.path.basename(path))
         self.cache_root = os.path.join(args.cache, "thinlto-cache")
         self.program = None
 
