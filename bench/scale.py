@@ -105,7 +105,10 @@ def census_table(shape, reference=None):
     return "\n".join(lines) + "\n"
 
 
-MODES = ["inproc", "stock", "ours", "ours-native"]
+# ours-native is local.py with dtlto-backend workers, ours-inlinker the
+# same workers fed by builtin:local in the linker: the two one-machine
+# native paths, both measured against in-process ThinLTO.
+MODES = ["inproc", "stock", "ours", "ours-native", "ours-inlinker"]
 
 
 def _sizes(text):

@@ -15,7 +15,7 @@ import os
 import re
 import statistics
 
-from .modes import MODES as ALL_MODES
+from .modes import MODES as ALL_MODES, OURS, REFERENCE, STOCK
 
 MIB = 1024 * 1024
 # The harness's modes, in its order (benchlib/modes.py); a mode a size was
@@ -140,6 +140,50 @@ QUANTITIES = [
 ]
 
 
+# The issue's targets (docs/performance.md, "Large code bases"): one mode's
+# median against another's at the same size, and the bound it must stay
+# within. Native means any mode whose workers are dtlto-backend (through
+# local.py, or the local plugin in its host or in the linker); memory is
+# checked for every mode that runs our linker.
+TARGETS = [
+    # (ratio, modes, reference mode, entry field, bound)
+    ("wall / stock DTLTO's", [OURS], STOCK, "wall", 1.00),
+    ("wall / in-process's", [m.key for m in ALL_MODES if m.native], REFERENCE, "wall", 1.03),
+    ("CPU / in-process's", [m.key for m in ALL_MODES if m.native], REFERENCE, "cpu", 1.03),
+    ("linker peak RSS / in-process's", [m.key for m in ALL_MODES if m.linker == "ours"],
+     REFERENCE, "linker_rss", 1.00),
+]
+
+
+def targets(table):
+    """Markdown: each target's ratio at each size, and whether it holds at
+    every size measured (compared unrounded)."""
+    sizes = sorted(table)
+    lines = ["| ratio | mode | at most | " + " | ".join(f"{n:,} modules" for n in sizes)
+             + " | within it at every size |",
+             "|---|---|---|" + "---|" * len(sizes) + "---|"]
+    for name, modes, ref, field, bound in TARGETS:
+        for mode in modes:
+            cells, over, measured = [], [], 0
+            for n in sizes:
+                a, b = table[n].get(mode), table[n].get(ref)
+                if not a or not b or not b[field]:
+                    cells.append("-")
+                    continue
+                r = a[field] / b[field]
+                measured += 1
+                cells.append(f"{r:.3f}")
+                if r > bound:
+                    over.append(f"{n:,}")
+            if not measured:
+                continue
+            verdict = ("yes" if not over else "no: " + ", ".join(over)) + (
+                "" if measured == len(sizes) else f" (measured at {measured} of {len(sizes)})")
+            lines.append(f"| {name} | {LABELS[mode]} | {bound:.2f} | " + " | ".join(cells)
+                         + f" | {verdict} |")
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+
+
 def markdown(table):
     sizes = sorted(table)
     lines = ["Generated programs (bench/benchlib/generate.py), median of the timed "
@@ -183,6 +227,10 @@ def markdown(table):
                 same = "identical" if e["sha256"] == ref else "differs"
             lines.append(f"| {n:,} | {LABELS[mode]} | {e['runs']} | {e['jobs'] or '-'} "
                          f"| {same} | {e['load']:.1f} | {e['source']} |")
+    goals = targets(table)
+    if goals:
+        lines += ["", "Against the targets, each ratio of the medians above at one size:",
+                  "", goals.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
