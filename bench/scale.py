@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """DTLTO on large code bases: generated programs of 1,000 to 30,000 ThinLTO
-modules, measured in every mode of bench/run.py, and how each cost grows
-with the module count.
+modules, measured in bench/run.py's modes (in-process, stock, ours, and
+ours with dtlto-backend through local.py and through builtin:local in the
+linker), and how each cost grows with the module count.
 
 Subcommands:
   census   measure the shape of the benchmark's real programs from their
@@ -10,11 +11,13 @@ Subcommands:
            --program, the census of one program, real or generated, printed
            next to the pooled shape
   run      generate, build (cached) and benchmark programs of the given
-           sizes with bench/run.py's harness (every mode, output identity,
+           sizes with bench/run.py's harness (those modes, output identity,
            smoke test = the checksum), plus one probe link per mode for bytes
            and files per job, then write the scale report
   report   the scale table (Markdown) and plot (PNG) of a results.json made
-           by `run` or by bench/run.py --programs gen<N>,...
+           by `run` or by bench/run.py --programs gen<N>,..., ending with
+           the issue's targets: each ratio at each size, and whether it
+           holds at every size
 
 Generated programs are named gen<N> (N modules) in bench/run.py too.
 """
