@@ -63,8 +63,8 @@ def companions(ld_lld):
     bin_dir = os.path.dirname(os.path.realpath(ld_lld))
     found = {}
     for name, (places, _, _) in COMPANIONS.items():
-        found[name] = next((os.path.normpath(os.path.join(bin_dir, p)) for p in places
-                            if os.path.exists(os.path.join(bin_dir, p))), None)
+        paths = (os.path.normpath(os.path.join(bin_dir, p)) for p in places)
+        found[name] = next((p for p in paths if os.path.exists(p)), None)
     return found
 
 

@@ -12,7 +12,6 @@ import os
 import sys
 
 
-
 def run(mode, wall, cpu, rss_mib, n, index=0):
     return {"mode": mode, "kind": "run", "index": index, "returncode": 0, "wall": wall,
             "cpu": cpu, "linker_peak_rss": rss_mib * 1024 * 1024, "loadavg_before": 1.0,
@@ -23,11 +22,8 @@ out = sys.argv[1]
 for n, inproc, ours, stock, plugin_cpu in ((100, 10.0, 5.0, 10.0, 10.5),
                                            (400, 40.0, 40.0, 50.0, 39.0)):
     runs = [
-        {"mode": "inproc", "kind": "run", "returncode": 0, "wall": inproc, "cpu": inproc,
-         "linker_peak_rss": 100 * 1024 * 1024, "loadavg_before": 1.0, "sha256": "a"},
-        {"mode": "ours", "kind": "run", "returncode": 0, "wall": ours, "cpu": ours,
-         "linker_peak_rss": 50 * 1024 * 1024, "loadavg_before": 1.0, "jobs": n,
-         "sha256": "a"},
+        run("inproc", inproc, inproc, 100, None),
+        run("ours", ours, ours, 50, n),
         {"mode": "ours", "kind": "probe", "returncode": 0, "wall": ours + n / 100},
         run("stock", stock, stock, 60, n),
         run("ours-inlinker", inproc * (1.02 if n == 100 else 1.0), plugin_cpu, 90, n),
